@@ -1,0 +1,281 @@
+/* frame.c - the peer link frame codec. */
+#include "frame.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "status.h"
+#include "wire.h"
+
+static int
+frame_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void
+frame_prefix_encode(uint8_t out[FRAME_PREFIX_LEN], uint32_t header_len, uint64_t payload_len)
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = (uint8_t)(FRAME_MAGIC >> (24 - 8 * i));
+    for (int i = 0; i < 4; i++)
+        out[4 + i] = (uint8_t)(header_len >> (24 - 8 * i));
+    for (int i = 0; i < 8; i++)
+        out[8 + i] = (uint8_t)(payload_len >> (56 - 8 * i));
+}
+
+int
+frame_prefix_decode(const uint8_t in[FRAME_PREFIX_LEN], uint32_t *header_len,
+                    uint64_t *payload_len, char *err, size_t errlen)
+{
+    uint32_t magic = 0, hl = 0;
+    uint64_t pl = 0;
+
+    for (int i = 0; i < 4; i++)
+        magic = (magic << 8) | in[i];
+    for (int i = 4; i < 8; i++)
+        hl = (hl << 8) | in[i];
+    for (int i = 8; i < 16; i++)
+        pl = (pl << 8) | in[i];
+    if (magic != FRAME_MAGIC)
+        return frame_fail(err, errlen, "bad frame magic 0x%08x", magic);
+    if (hl == 0 || hl > FRAME_HEADER_MAX)
+        return frame_fail(err, errlen, "frame header of %u bytes (limit %u)", hl,
+                          FRAME_HEADER_MAX);
+    if (pl > FRAME_PAYLOAD_MAX)
+        return frame_fail(err, errlen, "frame payload of %llu bytes (limit %u)",
+                          (unsigned long long)pl, FRAME_PAYLOAD_MAX);
+    *header_len = hl;
+    *payload_len = pl;
+    return 0;
+}
+
+static int
+pack_str(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    return msgpack_pack_str(pk, n) != 0 || msgpack_pack_str_body(pk, s, n) != 0 ? -1 : 0;
+}
+
+static int
+pack_opid(msgpack_packer *pk, const frame_opid *id)
+{
+    return pack_str(pk, id->group) != 0 || msgpack_pack_uint64(pk, id->epoch) != 0 ||
+                   msgpack_pack_uint64(pk, id->op) != 0
+               ? -1
+               : 0;
+}
+
+int
+frame_header_encode(msgpack_sbuffer *sb, const frame *f)
+{
+    msgpack_packer pk;
+    int r = 0;
+
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    switch (f->type) {
+    case FRAME_HELLO:
+        r = msgpack_pack_array(&pk, 3) || msgpack_pack_int(&pk, f->type) ||
+            pack_str(&pk, f->worker) || msgpack_pack_uint64(&pk, f->incarnation);
+        break;
+    case FRAME_HEARTBEAT:
+        r = msgpack_pack_array(&pk, 1) || msgpack_pack_int(&pk, f->type);
+        break;
+    case FRAME_READY:
+        r = msgpack_pack_array(&pk, 7) || msgpack_pack_int(&pk, f->type) ||
+            pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->dst) ||
+            msgpack_pack_int(&pk, f->dtype) || msgpack_pack_array(&pk, 2 * f->n);
+        for (size_t i = 0; r == 0 && i < f->n; i++)
+            r = msgpack_pack_int64(&pk, f->srcs[i]) || msgpack_pack_int64(&pk, f->counts[i]);
+        break;
+    case FRAME_SLICE:
+        r = msgpack_pack_array(&pk, 10) || msgpack_pack_int(&pk, f->type) ||
+            pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->src) ||
+            msgpack_pack_int64(&pk, f->dst) || msgpack_pack_int(&pk, f->dtype) ||
+            msgpack_pack_int64(&pk, f->count) || msgpack_pack_int(&pk, f->status) ||
+            pack_str(&pk, f->message);
+        break;
+    case FRAME_DATA:
+        r = msgpack_pack_array(&pk, 7) || msgpack_pack_int(&pk, f->type) ||
+            pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->src) ||
+            msgpack_pack_int64(&pk, f->dst) || msgpack_pack_uint64(&pk, f->offset);
+        break;
+    case FRAME_ABORT:
+        r = msgpack_pack_array(&pk, 6) || msgpack_pack_int(&pk, f->type) ||
+            pack_opid(&pk, &f->id) || msgpack_pack_int(&pk, f->status) ||
+            pack_str(&pk, f->message);
+        break;
+    default:
+        return -1;
+    }
+    return r ? -1 : 0;
+}
+
+static int
+opid_decode(frame_opid *id, const msgpack_object *f, char *err, size_t errlen)
+{
+    if (f[0].type == MSGPACK_OBJECT_STR && f[0].via.str.size > A2A_GROUP_NAME_MAX)
+        return frame_fail(err, errlen, "group name of %u bytes", f[0].via.str.size);
+    if (wire_str(id->group, A2A_GROUP_NAME_MAX, &f[0], "group", err, errlen) != 0 ||
+        wire_u64(&id->epoch, &f[1], "epoch", err, errlen) != 0 ||
+        wire_u64(&id->op, &f[2], "op", err, errlen) != 0)
+        return -1;
+    if (id->group[0] == '\0')
+        return frame_fail(err, errlen, "empty group name");
+    return 0;
+}
+
+static int
+rank_field(int64_t *v, const msgpack_object *o, const char *what, char *err, size_t errlen)
+{
+    if (wire_i64(v, o, what, err, errlen) != 0)
+        return -1;
+    if (*v < 0 || *v >= CFG_MAX_RANKS)
+        return frame_fail(err, errlen, "%s %lld out of range", what, (long long)*v);
+    return 0;
+}
+
+static int
+small_field(int32_t *v, const msgpack_object *o, int64_t max, const char *what, char *err,
+            size_t errlen)
+{
+    int64_t x;
+    if (wire_i64(&x, o, what, err, errlen) != 0)
+        return -1;
+    if (x < 0 || x > max)
+        return frame_fail(err, errlen, "%s %lld out of range", what, (long long)x);
+    *v = (int32_t)x;
+    return 0;
+}
+
+static int
+ready_decode(frame *f, const msgpack_object *a, char *err, size_t errlen)
+{
+    const msgpack_object *l = &a[6];
+    if (rank_field(&f->dst, &a[4], "dst", err, errlen) != 0 ||
+        small_field(&f->dtype, &a[5], A2A_DTYPE_COUNT - 1, "dtype", err, errlen) != 0 ||
+        wire_array(l, -1, 2 * (size_t)CFG_MAX_RANKS, "ready counts", err, errlen) != 0)
+        return -1;
+    if (l->via.array.size % 2 != 0)
+        return frame_fail(err, errlen, "ready counts: odd length %u", l->via.array.size);
+    f->n = l->via.array.size / 2;
+    if (f->n > 0) {
+        f->srcs = calloc(f->n, sizeof(int64_t));
+        f->counts = calloc(f->n, sizeof(int64_t));
+        if (f->srcs == NULL || f->counts == NULL)
+            return frame_fail(err, errlen, "out of memory");
+    }
+    for (size_t i = 0; i < f->n; i++) {
+        if (rank_field(&f->srcs[i], &l->via.array.ptr[2 * i], "src", err, errlen) != 0 ||
+            wire_i64(&f->counts[i], &l->via.array.ptr[2 * i + 1], "count", err, errlen) != 0)
+            return -1;
+        if (f->counts[i] < 0)
+            return frame_fail(err, errlen, "negative count");
+    }
+    return 0;
+}
+
+static int
+body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t errlen)
+{
+    int32_t st = 0;
+    static const uint32_t fields[] = {[FRAME_HELLO] = 3, [FRAME_READY] = 7, [FRAME_SLICE] = 10,
+                                      [FRAME_DATA] = 7,  [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1};
+    if (n != fields[f->type])
+        return frame_fail(err, errlen, "frame type %d with %u fields", f->type, n);
+    switch (f->type) {
+    case FRAME_HELLO:
+        return wire_str(f->worker, CFG_WORKER_NAME_MAX, &a[1], "worker", err, errlen) ||
+                       wire_u64(&f->incarnation, &a[2], "incarnation", err, errlen)
+                   ? -1
+                   : 0;
+    case FRAME_HEARTBEAT:
+        return 0;
+    case FRAME_READY:
+        return opid_decode(&f->id, &a[1], err, errlen) || ready_decode(f, a, err, errlen) ? -1 : 0;
+    case FRAME_SLICE:
+        if (opid_decode(&f->id, &a[1], err, errlen) || rank_field(&f->src, &a[4], "src", err, errlen) ||
+            rank_field(&f->dst, &a[5], "dst", err, errlen) ||
+            small_field(&f->dtype, &a[6], A2A_DTYPE_COUNT - 1, "dtype", err, errlen) ||
+            wire_i64(&f->count, &a[7], "count", err, errlen) ||
+            small_field(&st, &a[8], A2A_STATUS_COUNT - 1, "status", err, errlen) ||
+            wire_str(f->message, FRAME_MSG_MAX, &a[9], "message", err, errlen))
+            return -1;
+        f->status = (a2a_status)st;
+        return f->count < 0 ? frame_fail(err, errlen, "negative count") : 0;
+    case FRAME_DATA:
+        return opid_decode(&f->id, &a[1], err, errlen) ||
+                       rank_field(&f->src, &a[4], "src", err, errlen) ||
+                       rank_field(&f->dst, &a[5], "dst", err, errlen) ||
+                       wire_u64(&f->offset, &a[6], "offset", err, errlen)
+                   ? -1
+                   : 0;
+    case FRAME_ABORT:
+        if (opid_decode(&f->id, &a[1], err, errlen) ||
+            small_field(&st, &a[4], A2A_STATUS_COUNT - 1, "status", err, errlen) ||
+            wire_str(f->message, FRAME_MSG_MAX, &a[5], "message", err, errlen))
+            return -1;
+        f->status = (a2a_status)st;
+        return st == A2A_OK ? frame_fail(err, errlen, "abort with status OK") : 0;
+    }
+    return -1;
+}
+
+int
+frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_len, char *err,
+                    size_t errlen)
+{
+    msgpack_zone zone;
+    msgpack_object root;
+    int32_t type;
+    int rc = -1;
+
+    memset(f, 0, sizeof(*f));
+    msgpack_zone_init(&zone, 512);
+    if (wire_parse(&root, &zone, buf, len, err, errlen) != 0 ||
+        wire_array(&root, -1, 16, "frame", err, errlen) != 0)
+        goto out;
+    if (root.via.array.size == 0) {
+        frame_fail(err, errlen, "empty frame header");
+        goto out;
+    }
+    type = 0;
+    if (small_field(&type, &root.via.array.ptr[0], FRAME_HEARTBEAT, "frame type", err, errlen) !=
+        0)
+        goto out;
+    if (type < FRAME_HELLO) {
+        frame_fail(err, errlen, "unknown frame type %d", type);
+        goto out;
+    }
+    f->type = (frame_type)type;
+    if (body_decode(f, root.via.array.ptr, root.via.array.size, err, errlen) != 0)
+        goto out;
+    if ((f->type == FRAME_DATA) != (payload_len > 0)) {
+        frame_fail(err, errlen, "frame of type %d with %llu payload bytes", f->type,
+                   (unsigned long long)payload_len);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (rc != 0)
+        frame_fini(f);
+    msgpack_zone_destroy(&zone);
+    return rc;
+}
+
+void
+frame_fini(frame *f)
+{
+    free(f->srcs);
+    free(f->counts);
+    f->srcs = NULL;
+    f->counts = NULL;
+    f->n = 0;
+}

@@ -1,0 +1,84 @@
+/*
+ * frame.h - the frames of the peer links between workers.
+ *
+ * A frame is a fixed 16-byte prefix, a msgpack header and, for DATA frames,
+ * raw payload bytes:
+ *
+ *   u32 magic "A2AL" | u32 header length | u64 payload length   (big-endian)
+ *   header: msgpack array [type, ...fields]
+ *   payload: DATA only, at most FRAME_PAYLOAD_MAX bytes
+ *
+ * Decoders take untrusted bytes: a bad magic, a length over its limit, a
+ * wrong field or trailing bytes is an error, and the link is closed.
+ */
+#ifndef A2A_COMMON_FRAME_H
+#define A2A_COMMON_FRAME_H
+
+#include <msgpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2a.h"
+#include "config.h"
+
+#define FRAME_MAGIC 0x4132414cu /* "A2AL" */
+#define FRAME_PREFIX_LEN 16
+#define FRAME_HEADER_MAX (64u << 10) /* READY frames carry one count per source */
+#define FRAME_PAYLOAD_MAX (4u << 20)
+#define FRAME_MSG_MAX 1023
+
+typedef enum {
+    FRAME_HELLO = 1,     /* first frame of a link: who dials */
+    FRAME_READY = 2,     /* a receiving rank arrived: its expected counts */
+    FRAME_SLICE = 3,     /* a sender's answer to READY: its count and status */
+    FRAME_DATA = 4,      /* a chunk of a slice at a byte offset */
+    FRAME_ABORT = 5,     /* an operation failed: status and message */
+    FRAME_HEARTBEAT = 6, /* the link is alive */
+} frame_type;
+
+/* The operation a frame belongs to. */
+typedef struct {
+    char group[A2A_GROUP_NAME_MAX + 1];
+    uint64_t epoch;
+    uint64_t op;
+} frame_opid;
+
+typedef struct {
+    frame_type type;
+    frame_opid id;         /* READY, SLICE, DATA, ABORT */
+    /* HELLO */
+    char worker[CFG_WORKER_NAME_MAX + 1];
+    uint64_t incarnation;
+    /* READY: dst expects counts[i] elements from group rank srcs[i] */
+    int64_t src, dst;      /* SLICE, DATA: group ranks; READY: dst */
+    int32_t dtype;         /* READY, SLICE */
+    size_t n;              /* READY */
+    int64_t *srcs;         /* READY, malloc'd */
+    int64_t *counts;       /* READY, malloc'd */
+    int64_t count;         /* SLICE: the sender's count */
+    a2a_status status;     /* SLICE, ABORT */
+    uint64_t offset;       /* DATA: byte offset in the slice */
+    char message[FRAME_MSG_MAX + 1]; /* SLICE, ABORT */
+} frame;
+
+/* frame_prefix_encode writes the 16-byte prefix. */
+void frame_prefix_encode(uint8_t out[FRAME_PREFIX_LEN], uint32_t header_len, uint64_t payload_len);
+
+/* frame_prefix_decode checks magic and limits; 0, or -1 with err. */
+int frame_prefix_decode(const uint8_t in[FRAME_PREFIX_LEN], uint32_t *header_len,
+                        uint64_t *payload_len, char *err, size_t errlen);
+
+/* frame_header_encode appends f's header to sb; 0 or -1. */
+int frame_header_encode(msgpack_sbuffer *sb, const frame *f);
+
+/*
+ * frame_header_decode parses a header; payload_len (from the prefix) must be
+ * 0 except for DATA. On success f may own srcs/counts: free with frame_fini.
+ */
+int frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_len,
+                        char *err, size_t errlen);
+
+/* frame_fini frees what frame_header_decode allocated; safe on a zeroed frame. */
+void frame_fini(frame *f);
+
+#endif

@@ -1,0 +1,219 @@
+/*
+ * wire.h - the msgpack codec of every control message.
+ *
+ * Each message is one msgpack array with a fixed number of fields. Decoders
+ * take untrusted bytes: they check every type, every length against its
+ * limit, refuse trailing bytes, and never read past the buffer. Containers
+ * are checked against the bytes left before msgpack-c allocates anything.
+ * Encoders append to a msgpack_sbuffer the caller owns.
+ */
+#ifndef A2A_COMMON_WIRE_H
+#define A2A_COMMON_WIRE_H
+
+#include <msgpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2a.h"
+#include "config.h"
+
+#define WIRE_METHOD_MAX 63
+#define WIRE_MESSAGE_MAX 1023
+#define WIRE_BODY_MAX (4u << 20)     /* largest RPC body */
+#define WIRE_MAX_DEPTH 16
+#define WIRE_MAX_MEMBERS CFG_MAX_RANKS
+#define WIRE_MAX_GROUPS 65536
+
+/* ---- RPC envelopes ---- */
+
+typedef struct {
+    char method[WIRE_METHOD_MAX + 1];
+    uint64_t id;
+    uint64_t timeout_ms; /* what is left of the caller's deadline */
+    const uint8_t *body; /* points into the decoded buffer */
+    size_t body_len;
+} wire_request;
+
+typedef struct {
+    uint64_t id;
+    a2a_status status;
+    char message[WIRE_MESSAGE_MAX + 1];
+    const uint8_t *body; /* points into the decoded buffer */
+    size_t body_len;
+} wire_reply;
+
+/* wire_request_encode appends a request envelope to sb; 0 or -1 (out of memory). */
+int wire_request_encode(msgpack_sbuffer *sb, const wire_request *r);
+/* wire_request_decode parses buf into *r (whose body points into buf); 0, or -1 with err. */
+int wire_request_decode(wire_request *r, const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* wire_reply_encode appends a reply envelope to sb; 0 or -1. */
+int wire_reply_encode(msgpack_sbuffer *sb, const wire_reply *r);
+/* wire_reply_decode parses buf into *r (whose body points into buf); 0, or -1 with err. */
+int wire_reply_decode(wire_reply *r, const uint8_t *buf, size_t len, char *err, size_t errlen);
+
+/* ---- coordinator bodies ---- */
+
+/* A group name alone: ResolveGroup and DestroyGroup requests. */
+typedef struct {
+    char name[A2A_GROUP_NAME_MAX + 1];
+} wire_group_name;
+
+int wire_group_name_encode(msgpack_sbuffer *sb, const char *name);
+int wire_group_name_decode(wire_group_name *g, const uint8_t *buf, size_t len, char *err,
+                           size_t errlen);
+
+/* CreateGroup request: a name and world ranks. */
+typedef struct {
+    char name[A2A_GROUP_NAME_MAX + 1];
+    size_t n;
+    int64_t *ranks; /* malloc'd; freed by wire_create_fini */
+} wire_create;
+
+int wire_create_encode(msgpack_sbuffer *sb, const char *name, size_t n, const int64_t *ranks);
+int wire_create_decode(wire_create *c, const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* wire_create_fini frees what wire_create_decode allocated. */
+void wire_create_fini(wire_create *c);
+
+/* One member of a resolved group. */
+typedef struct {
+    int64_t world_rank;
+    char worker[CFG_WORKER_NAME_MAX + 1];
+    char url[CFG_URL_MAX + 1];
+    char data_url[CFG_URL_MAX + 1];
+} wire_member;
+
+/* A resolved group (ResolveGroup and CreateGroup replies). */
+typedef struct {
+    char name[A2A_GROUP_NAME_MAX + 1];
+    uint64_t epoch;
+    size_t n;
+    wire_member *members; /* malloc'd; group rank = index */
+} wire_group;
+
+int wire_group_encode(msgpack_sbuffer *sb, const wire_group *g);
+int wire_group_decode(wire_group *g, const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* wire_group_fini frees g->members. */
+void wire_group_fini(wire_group *g);
+
+/* One line of ListGroups. */
+typedef struct {
+    char name[A2A_GROUP_NAME_MAX + 1];
+    uint64_t epoch;
+    uint64_t size;
+    char origin[16]; /* "builtin", "config" or "runtime" */
+} wire_group_info;
+
+typedef struct {
+    size_t n;
+    wire_group_info *groups; /* malloc'd */
+} wire_group_list;
+
+int wire_group_list_encode(msgpack_sbuffer *sb, const wire_group_list *l);
+int wire_group_list_decode(wire_group_list *l, const uint8_t *buf, size_t len, char *err,
+                           size_t errlen);
+void wire_group_list_fini(wire_group_list *l);
+
+/* Health reply. */
+typedef struct {
+    char service[32]; /* "coordinator" or "worker" */
+    char name[CFG_WORKER_NAME_MAX + 1];
+    uint64_t world_size;
+    uint64_t groups;
+    uint64_t uptime_ms;
+    char config[CFG_PATH_MAX + 1];
+} wire_health;
+
+int wire_health_encode(msgpack_sbuffer *sb, const wire_health *h);
+int wire_health_decode(wire_health *h, const uint8_t *buf, size_t len, char *err, size_t errlen);
+
+/* wire_empty_encode appends an empty array (a request or reply without fields). */
+int wire_empty_encode(msgpack_sbuffer *sb);
+/* wire_empty_decode accepts exactly an empty array. */
+int wire_empty_decode(const uint8_t *buf, size_t len, char *err, size_t errlen);
+
+/* ---- decoding helpers for other modules' messages ---- */
+
+/*
+ * wire_parse checks buf (container counts against the bytes left, depth,
+ * no trailing bytes) and unpacks it into *root, allocated in zone, which the
+ * caller has initialised and destroys. 0, or -1 with err.
+ */
+int wire_parse(msgpack_object *root, msgpack_zone *zone, const uint8_t *buf, size_t len,
+               char *err, size_t errlen);
+/* wire_array checks that o is an array of exactly n items (n < 0: any size up to max). */
+int wire_array(const msgpack_object *o, int64_t n, size_t max, const char *what, char *err,
+               size_t errlen);
+/* wire_str copies a string of at most max bytes without NUL bytes into dst[max + 1]. */
+int wire_str(char *dst, size_t max, const msgpack_object *o, const char *what, char *err,
+             size_t errlen);
+/* wire_u64 reads a non-negative integer. */
+int wire_u64(uint64_t *v, const msgpack_object *o, const char *what, char *err, size_t errlen);
+/* wire_i64 reads an integer that fits int64_t. */
+int wire_i64(int64_t *v, const msgpack_object *o, const char *what, char *err, size_t errlen);
+/* wire_bin reads a bin of at most max bytes, pointing into the parsed buffer. */
+int wire_bin(const uint8_t **p, size_t *len, size_t max, const msgpack_object *o,
+             const char *what, char *err, size_t errlen);
+
+/* RegisterWorker request: a worker that starts names its incarnation. */
+typedef struct {
+    char worker[CFG_WORKER_NAME_MAX + 1];
+    uint64_t incarnation;
+} wire_register;
+
+int wire_register_encode(msgpack_sbuffer *sb, const wire_register *r);
+int wire_register_decode(wire_register *r, const uint8_t *buf, size_t len, char *err,
+                         size_t errlen);
+
+/* ---- worker API bodies ---- */
+
+/* Who a job is, and how the worker may reach its memory. */
+typedef struct {
+    int64_t world_rank;
+    int64_t pid;         /* the job's process id */
+    uint64_t probe_addr; /* address of 16 bytes of nonce in the job */
+    uint64_t nonce[2];   /* their value: a worker that reads them back shares the host */
+} wire_job_id;
+
+/* Hello reply: the worker's side. */
+typedef struct {
+    char worker[CFG_WORKER_NAME_MAX + 1];
+    int64_t pid;
+    int64_t world_size;
+    uint64_t direct; /* 1 when the worker reads and writes the job's memory itself */
+} wire_hello_reply;
+
+int wire_job_id_encode(msgpack_sbuffer *sb, const wire_job_id *j);
+int wire_job_id_decode(wire_job_id *j, const uint8_t *buf, size_t len, char *err, size_t errlen);
+int wire_hello_reply_encode(msgpack_sbuffer *sb, const wire_hello_reply *h);
+int wire_hello_reply_decode(wire_hello_reply *h, const uint8_t *buf, size_t len, char *err,
+                            size_t errlen);
+
+/* A group request from a job: CreateGroup / DestroyGroup / GetGroup through its worker. */
+typedef struct {
+    wire_job_id job;
+    wire_create create; /* name, and ranks for CreateGroup (n = 0 otherwise) */
+} wire_job_group;
+
+int wire_job_group_encode(msgpack_sbuffer *sb, const wire_job_id *j, const char *name, size_t n,
+                          const int64_t *ranks);
+int wire_job_group_decode(wire_job_group *g, const uint8_t *buf, size_t len, char *err,
+                          size_t errlen);
+void wire_job_group_fini(wire_job_group *g);
+
+/* AllToAllV request: the arguments of a2a_all_to_all_v, with addresses in the job. */
+typedef struct {
+    wire_job_id job;
+    char group[A2A_GROUP_NAME_MAX + 1];
+    int64_t dtype;
+    int64_t timeout_ms;
+    uint64_t send_addr, send_len; /* send_len, recv_len in elements */
+    uint64_t recv_addr, recv_len;
+    size_t n;
+    int64_t *counts; /* 4n: send_counts, send_displs, recv_counts, recv_displs */
+} wire_a2av;
+
+int wire_a2av_encode(msgpack_sbuffer *sb, const wire_a2av *a);
+int wire_a2av_decode(wire_a2av *a, const uint8_t *buf, size_t len, char *err, size_t errlen);
+void wire_a2av_fini(wire_a2av *a);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * coord.h - the coordinator's state and RPC methods: groups from the YAML,
+ * groups created at run time, and their epochs.
+ *
+ * An epoch names one version of a group's resolved member list: it changes
+ * when the list changes (a reload that moves a worker, a worker that
+ * registers with a new incarnation). Epochs start from the coordinator's
+ * start time, so that they grow across coordinator restarts too.
+ */
+#ifndef A2A_COORDINATOR_COORD_H
+#define A2A_COORDINATOR_COORD_H
+
+#include "common/config.h"
+#include "server/rpc.h"
+
+typedef struct coord coord;
+
+/* coord_alloc takes ownership of cfg; *out is freed with coord_free. */
+a2a_status coord_alloc(coord **out, cfg_cluster *cfg);
+
+/* coord_free frees c and its configuration; NULL is fine. */
+void coord_free(coord *c);
+
+/* coord_reload swaps in cfg (taking ownership), keeping runtime groups that still fit. */
+void coord_reload(coord *c, cfg_cluster *cfg);
+
+/* coord_methods returns the method table, for rpc_server_alloc with c as its argument. */
+const rpc_method *coord_methods(size_t *n);
+
+#endif

@@ -1,0 +1,118 @@
+/* main.c - a2a-coordinator: serves group resolution from a YAML file. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "coord.h"
+#include "server/rpc.h"
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+            "usage: a2a-coordinator --config FILE [--listen URL]\n"
+            "\n"
+            "Serves the groups of FILE (the cluster YAML) to workers, jobs and a2a-ctl.\n"
+            "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
+            "  --listen URL    where to listen (default: coordinator.url of FILE);\n"
+            "                  a port of 0 takes a free port\n"
+            "\n"
+            "Prints \"listening on URL\" on stdout once it serves. SIGHUP reloads FILE\n"
+            "(a bad file keeps the last good one); SIGTERM or SIGINT stops it.\n"
+            "Logging: A2A_LOG_LEVEL=error|warn|info|debug (default info).\n");
+}
+
+static void
+reload(coord *c, const char *path)
+{
+    char err[1024];
+    cfg_cluster *cfg;
+
+    if (cfg_load_file(&cfg, path, err, sizeof(err)) != A2A_OK) {
+        log_error("reload refused, still serving the last good file: %s", err);
+        return;
+    }
+    coord_reload(c, cfg);
+    log_info("reloaded %s: %lld ranks, %zu groups", path, (long long)cfg->world_size,
+             cfg->ngroups);
+}
+
+static int
+serve(cfg_cluster *cfg, const char *path, const char *listen)
+{
+    coord *c = NULL;
+    rpc_server *srv = NULL;
+    const rpc_method *methods;
+    size_t nmethods;
+    char err[512];
+    sigset_t set;
+    int sig = 0;
+
+    if (coord_alloc(&c, cfg) != A2A_OK) {
+        cfg_free(cfg);
+        return 1;
+    }
+    methods = coord_methods(&nmethods);
+    if (rpc_server_alloc(&srv, listen, methods, nmethods, c, 4, err, sizeof(err)) != A2A_OK) {
+        log_error("%s", err);
+        coord_free(c);
+        return 1;
+    }
+    printf("listening on %s\n", rpc_server_url(srv));
+    fflush(stdout);
+    log_info("serving %s on %s", path, rpc_server_url(srv));
+    sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
+        reload(c, path);
+    log_info("stopping on signal %d", sig);
+    rpc_server_free(srv);
+    coord_free(c);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"listen", required_argument, NULL, 'l'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *path = NULL, *listen = NULL;
+    char err[1024];
+    cfg_cluster *cfg;
+    sigset_t set;
+    int ch;
+
+    log_init("a2a-coordinator");
+    while ((ch = getopt_long(argc, argv, "c:l:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': path = optarg; break;
+        case 'l': listen = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (path == NULL || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    /* Block the signals before NNG starts its threads, so that only sigwait sees them. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (cfg_load_file(&cfg, path, err, sizeof(err)) != A2A_OK) {
+        fprintf(stderr, "a2a-coordinator: %s\n", err);
+        return 1;
+    }
+    return serve(cfg, path, listen != NULL ? listen : cfg->coordinator_url);
+}

@@ -1,0 +1,471 @@
+/* rpc.c - RPC over NNG REQ/REP: a threaded server and a deadline-bound client. */
+#include "rpc.h"
+
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/wire.h"
+
+int64_t
+rpc_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static a2a_status
+rpc_err(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
+{
+    va_list ap;
+    if (err != NULL && errlen > 0) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+a2a_status
+rpc_fail(rpc_ctx *ctx, a2a_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->message, sizeof(ctx->message), fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* ---- server ---- */
+
+typedef struct {
+    rpc_server *srv;
+    nng_ctx ctx;
+    nng_aio *aio;
+    pthread_t thread;
+    int started;
+} rpc_worker;
+
+struct rpc_server {
+    nng_socket sock;
+    nng_listener listener;
+    const rpc_method *methods;
+    size_t nmethods;
+    void *arg;
+    int nthreads;
+    rpc_worker *workers;
+    char url[300];
+};
+
+static const rpc_method *
+server_lookup(const rpc_server *s, const char *name)
+{
+    for (size_t i = 0; i < s->nmethods; i++)
+        if (strcmp(s->methods[i].name, name) == 0)
+            return &s->methods[i];
+    return NULL;
+}
+
+/* server_reply sends the reply for req on w's context, reusing msg. */
+static void
+server_reply(rpc_worker *w, nng_msg *msg, const wire_request *req, a2a_status st, rpc_ctx *ctx)
+{
+    msgpack_sbuffer sb;
+    wire_reply rep = {.id = req->id, .status = st};
+
+    msgpack_sbuffer_init(&sb);
+    if (st == A2A_OK) {
+        rep.body = (const uint8_t *)ctx->body->data;
+        rep.body_len = ctx->body->size;
+    } else {
+        snprintf(rep.message, sizeof(rep.message), "%s", ctx->message);
+    }
+    nng_msg_clear(msg);
+    if (wire_reply_encode(&sb, &rep) != 0 || nng_msg_append(msg, sb.data, sb.size) != 0) {
+        nng_msg_free(msg);
+        msgpack_sbuffer_destroy(&sb);
+        return;
+    }
+    msgpack_sbuffer_destroy(&sb);
+    nng_aio_set_msg(w->aio, msg);
+    nng_ctx_send(w->ctx, w->aio);
+    nng_aio_wait(w->aio);
+    if (nng_aio_result(w->aio) != 0)
+        nng_msg_free(msg);
+}
+
+/* server_handle answers one request message; it owns msg. */
+static void
+server_handle(rpc_worker *w, nng_msg *msg)
+{
+    rpc_server *s = w->srv;
+    wire_request req;
+    const rpc_method *m;
+    msgpack_sbuffer body;
+    rpc_ctx ctx;
+    char err[256];
+    a2a_status st;
+
+    if (wire_request_decode(&req, nng_msg_body(msg), nng_msg_len(msg), err, sizeof(err)) != 0) {
+        log_warn("rpc %s: malformed request (%s): closing the connection", s->url, err);
+        nng_pipe_close(nng_msg_get_pipe(msg));
+        nng_msg_free(msg);
+        return;
+    }
+    memset(&ctx, 0, sizeof(ctx));
+    msgpack_sbuffer_init(&body);
+    ctx.timeout_ms = req.timeout_ms;
+    ctx.pipe = nng_msg_get_pipe(msg);
+    ctx.body = &body;
+    m = server_lookup(s, req.method);
+    if (m == NULL)
+        st = rpc_fail(&ctx, A2A_ERR_INVALID_ARGUMENT, "unknown method \"%s\"", req.method);
+    else
+        st = m->fn(s->arg, &ctx, req.body, req.body_len);
+    log_debug("rpc %s: %s -> %s", s->url, req.method, a2a_status_name(st));
+    server_reply(w, msg, &req, st, &ctx);
+    msgpack_sbuffer_destroy(&body);
+}
+
+static void *
+server_thread(void *arg)
+{
+    rpc_worker *w = arg;
+    for (;;) {
+        int rv;
+        nng_ctx_recv(w->ctx, w->aio);
+        nng_aio_wait(w->aio);
+        rv = nng_aio_result(w->aio);
+        if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+            break;
+        if (rv != 0)
+            continue;
+        server_handle(w, nng_aio_get_msg(w->aio));
+    }
+    return NULL;
+}
+
+static int
+server_bound_url(rpc_server *s, const char *url)
+{
+    int port = 0;
+    const char *colon = strrchr(url, ':');
+
+    snprintf(s->url, sizeof(s->url), "%s", url);
+    if (strncmp(url, "tcp://", 6) != 0 && strncmp(url, "tls+tcp://", 10) != 0)
+        return 0;
+    if (nng_listener_get_int(s->listener, NNG_OPT_TCP_BOUND_PORT, &port) != 0 || colon == NULL)
+        return -1;
+    snprintf(s->url, sizeof(s->url), "%.*s:%d", (int)(colon - url), url, port);
+    return 0;
+}
+
+a2a_status
+rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, size_t nmethods,
+                 void *arg, int nthreads, char *err, size_t errlen)
+{
+    rpc_server *s;
+    int rv;
+
+    *out = NULL;
+    if ((s = calloc(1, sizeof(*s))) == NULL)
+        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    s->methods = methods;
+    s->nmethods = nmethods;
+    s->arg = arg;
+    if ((rv = nng_rep0_open(&s->sock)) != 0) {
+        free(s);
+        return rpc_err(err, errlen, A2A_ERR_INTERNAL, "rep socket: %s", nng_strerror(rv));
+    }
+    nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, RPC_RECV_MAX);
+    if ((rv = nng_listener_create(&s->listener, s->sock, url)) != 0 ||
+        (rv = nng_listener_start(s->listener, 0)) != 0) {
+        nng_close(s->sock);
+        free(s);
+        return rpc_err(err, errlen, rv == NNG_EADDRINUSE ? A2A_ERR_UNAVAILABLE
+                                                          : A2A_ERR_INVALID_ARGUMENT,
+                       "cannot listen on %s: %s", url, nng_strerror(rv));
+    }
+    server_bound_url(s, url);
+    s->nthreads = nthreads > 0 ? nthreads : 4;
+    s->workers = calloc((size_t)s->nthreads, sizeof(*s->workers));
+    for (int i = 0; s->workers != NULL && i < s->nthreads; i++) {
+        rpc_worker *w = &s->workers[i];
+        w->srv = s;
+        if (nng_ctx_open(&w->ctx, s->sock) != 0 || nng_aio_alloc(&w->aio, NULL, NULL) != 0 ||
+            pthread_create(&w->thread, NULL, server_thread, w) != 0)
+            break;
+        w->started = 1;
+    }
+    if (s->workers == NULL || !s->workers[s->nthreads - 1].started) {
+        rpc_server_free(s);
+        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "cannot start server threads");
+    }
+    *out = s;
+    return A2A_OK;
+}
+
+const char *
+rpc_server_url(const rpc_server *s)
+{
+    return s->url;
+}
+
+void
+rpc_server_free(rpc_server *s)
+{
+    if (s == NULL)
+        return;
+    nng_close(s->sock);
+    for (int i = 0; s->workers != NULL && i < s->nthreads; i++) {
+        rpc_worker *w = &s->workers[i];
+        if (w->started)
+            pthread_join(w->thread, NULL);
+        if (w->aio != NULL)
+            nng_aio_free(w->aio);
+    }
+    free(s->workers);
+    free(s);
+}
+
+/* ---- client ---- */
+
+typedef struct rpc_inflight {
+    nng_aio *aio;
+    int lost; /* the connection went away during the call */
+    struct rpc_inflight *next;
+} rpc_inflight;
+
+struct rpc_client {
+    nng_socket sock;
+    nng_dialer dialer;
+    pthread_mutex_t mtx;
+    pthread_cond_t cv;
+    int pipes;              /* connections up */
+    rpc_inflight *inflight; /* calls waiting, failed when the last pipe goes */
+    atomic_uint_fast64_t next_id;
+    char url[300];
+};
+
+static void
+client_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    rpc_client *c = arg;
+    (void)p;
+    pthread_mutex_lock(&c->mtx);
+    if (ev == NNG_PIPE_EV_ADD_POST) {
+        c->pipes++;
+        pthread_cond_broadcast(&c->cv);
+    } else if (ev == NNG_PIPE_EV_REM_POST && c->pipes > 0) {
+        if (--c->pipes == 0)
+            for (rpc_inflight *f = c->inflight; f != NULL; f = f->next) {
+                f->lost = 1;
+                nng_aio_cancel(f->aio);
+            }
+    }
+    pthread_mutex_unlock(&c->mtx);
+}
+
+a2a_status
+rpc_client_alloc(rpc_client **out, const char *url, char *err, size_t errlen)
+{
+    rpc_client *c;
+    int rv;
+
+    *out = NULL;
+    if ((c = calloc(1, sizeof(*c))) == NULL)
+        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    pthread_mutex_init(&c->mtx, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    atomic_init(&c->next_id, 1);
+    snprintf(c->url, sizeof(c->url), "%s", url);
+    if ((rv = nng_req0_open(&c->sock)) != 0) {
+        pthread_mutex_destroy(&c->mtx);
+        pthread_cond_destroy(&c->cv);
+        free(c);
+        return rpc_err(err, errlen, A2A_ERR_INTERNAL, "req socket: %s", nng_strerror(rv));
+    }
+    nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, RPC_RECV_MAX);
+    nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 20);
+    nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 500);
+    /* Never resend: a method must not run twice because it ran long. */
+    nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+    nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, client_pipe_cb, c);
+    nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, client_pipe_cb, c);
+    if ((rv = nng_dialer_create(&c->dialer, c->sock, url)) != 0 ||
+        (rv = nng_dialer_start(c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
+        rpc_client_free(c);
+        return rpc_err(err, errlen, A2A_ERR_INVALID_ARGUMENT, "cannot dial %s: %s", url,
+                       nng_strerror(rv));
+    }
+    *out = c;
+    return A2A_OK;
+}
+
+const char *
+rpc_client_url(const rpc_client *c)
+{
+    return c->url;
+}
+
+/* client_wait_pipe waits until deadline for a connection; 0 when one is up. */
+static int
+client_wait_pipe(rpc_client *c, int64_t deadline)
+{
+    int up;
+    pthread_mutex_lock(&c->mtx);
+    while (c->pipes == 0) {
+        int64_t now = rpc_now_ms();
+        struct timespec ts;
+        if (now >= deadline)
+            break;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += (deadline - now) / 1000;
+        ts.tv_nsec += ((deadline - now) % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&c->cv, &c->mtx, &ts);
+    }
+    up = c->pipes > 0;
+    pthread_mutex_unlock(&c->mtx);
+    return up ? 0 : -1;
+}
+
+static void
+client_track(rpc_client *c, rpc_inflight *f, int add)
+{
+    pthread_mutex_lock(&c->mtx);
+    if (add) {
+        f->next = c->inflight;
+        c->inflight = f;
+    } else {
+        for (rpc_inflight **pp = &c->inflight; *pp != NULL; pp = &(*pp)->next)
+            if (*pp == f) {
+                *pp = f->next;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&c->mtx);
+}
+
+/* client_exchange sends msg (owned from here on) on ctx and waits for the reply. */
+static a2a_status
+client_exchange(rpc_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *msg, int64_t deadline,
+                nng_msg **replyp, char *err, size_t errlen)
+{
+    rpc_inflight f = {.aio = aio};
+    int rv;
+
+    client_track(c, &f, 1);
+    nng_aio_set_msg(aio, msg);
+    nng_aio_set_timeout(aio, (nng_duration)(deadline - rpc_now_ms() > 0 ? deadline - rpc_now_ms() : 0));
+    nng_ctx_send(ctx, aio);
+    nng_aio_wait(aio);
+    if ((rv = nng_aio_result(aio)) != 0) {
+        nng_msg_free(msg);
+    } else {
+        int64_t left = deadline - rpc_now_ms();
+        nng_aio_set_timeout(aio, (nng_duration)(left > 0 ? left : 0));
+        nng_ctx_recv(ctx, aio);
+        nng_aio_wait(aio);
+        rv = nng_aio_result(aio);
+    }
+    client_track(c, &f, 0);
+    if (rv == 0) {
+        *replyp = nng_aio_get_msg(aio);
+        return A2A_OK;
+    }
+    if (f.lost || rv == NNG_ECLOSED)
+        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "connection to %s lost", c->url);
+    if (rv == NNG_ETIMEDOUT)
+        return rpc_err(err, errlen, A2A_ERR_DEADLINE_EXCEEDED, "no reply from %s in time",
+                       c->url);
+    return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "%s: %s", c->url, nng_strerror(rv));
+}
+
+/* client_unpack checks the reply envelope and copies out its body. */
+static a2a_status
+client_unpack(rpc_client *c, nng_msg *msg, uint64_t id, uint8_t **reply, size_t *reply_len,
+              char *err, size_t errlen)
+{
+    wire_reply rep;
+    char why[256];
+
+    if (wire_reply_decode(&rep, nng_msg_body(msg), nng_msg_len(msg), why, sizeof(why)) != 0)
+        return rpc_err(err, errlen, A2A_ERR_INTERNAL, "bad reply from %s: %s", c->url, why);
+    if (rep.id != id)
+        return rpc_err(err, errlen, A2A_ERR_INTERNAL, "reply from %s answers call %llu, not %llu",
+                       c->url, (unsigned long long)rep.id, (unsigned long long)id);
+    if (rep.status != A2A_OK)
+        return rpc_err(err, errlen, rep.status, "%s", rep.message);
+    if (rep.body_len > 0) {
+        if ((*reply = malloc(rep.body_len)) == NULL)
+            return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        memcpy(*reply, rep.body, rep.body_len);
+        *reply_len = rep.body_len;
+    }
+    return A2A_OK;
+}
+
+a2a_status
+rpc_call(rpc_client *c, const char *method, const void *body, size_t len, int64_t timeout_ms,
+         uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
+{
+    int64_t start = rpc_now_ms(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t wait = timeout_ms < RPC_CONNECT_WAIT_MS ? timeout_ms : RPC_CONNECT_WAIT_MS;
+    wire_request req = {.body = body, .body_len = len};
+    msgpack_sbuffer sb;
+    nng_msg *msg = NULL, *rmsg = NULL;
+    nng_aio *aio = NULL;
+    nng_ctx ctx;
+    a2a_status st;
+
+    *reply = NULL;
+    *reply_len = 0;
+    if (client_wait_pipe(c, start + wait) != 0)
+        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s", c->url);
+    snprintf(req.method, sizeof(req.method), "%s", method);
+    req.id = atomic_fetch_add(&c->next_id, 1);
+    req.timeout_ms = (uint64_t)(deadline - rpc_now_ms() > 0 ? deadline - rpc_now_ms() : 0);
+    msgpack_sbuffer_init(&sb);
+    if (wire_request_encode(&sb, &req) != 0 || nng_msg_alloc(&msg, 0) != 0 ||
+        nng_msg_append(msg, sb.data, sb.size) != 0) {
+        msgpack_sbuffer_destroy(&sb);
+        nng_msg_free(msg);
+        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    msgpack_sbuffer_destroy(&sb);
+    if (nng_ctx_open(&ctx, c->sock) != 0 || nng_aio_alloc(&aio, NULL, NULL) != 0) {
+        nng_msg_free(msg);
+        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
+    }
+    st = client_exchange(c, ctx, aio, msg, deadline, &rmsg, err, errlen);
+    if (st == A2A_OK) {
+        st = client_unpack(c, rmsg, req.id, reply, reply_len, err, errlen);
+        nng_msg_free(rmsg);
+    }
+    nng_aio_free(aio);
+    nng_ctx_close(ctx);
+    return st;
+}
+
+void
+rpc_client_free(rpc_client *c)
+{
+    if (c == NULL)
+        return;
+    nng_close(c->sock);
+    pthread_mutex_destroy(&c->mtx);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}

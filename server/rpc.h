@@ -1,0 +1,88 @@
+/*
+ * rpc.h - the gRPC-style RPC layer over NNG REQ/REP, shared by the
+ * coordinator and the worker.
+ *
+ * A server listens on one URL and answers with a pool of threads, each with
+ * its own REP context, so that many callers are served at once and a slow
+ * method holds only its own thread. Requests and replies are msgpack
+ * envelopes (common/wire.h). A malformed envelope closes the caller's pipe;
+ * an unknown method or a bad body gets an error reply.
+ *
+ * A client dials one URL (and redials it for ever); each call has a
+ * deadline. No connection within the wait, or a connection lost during the
+ * call, is A2A_ERR_UNAVAILABLE; no reply in time is A2A_ERR_DEADLINE_EXCEEDED.
+ * Clients are thread-safe: each call uses its own REQ context.
+ */
+#ifndef A2A_SERVER_RPC_H
+#define A2A_SERVER_RPC_H
+
+#include <msgpack.h>
+#include <nng/nng.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2a.h"
+
+#define RPC_RECV_MAX (8u << 20)      /* receive-size limit on every RPC socket */
+#define RPC_CONNECT_WAIT_MS 1500     /* how long a call waits for a connection */
+
+typedef struct rpc_server rpc_server;
+typedef struct rpc_client rpc_client;
+
+/* What a method handler sees of one call, and fills in for its reply. */
+typedef struct {
+    uint64_t timeout_ms;   /* what is left of the caller's deadline */
+    nng_pipe pipe;         /* the caller's connection */
+    msgpack_sbuffer *body; /* the reply body; written by the handler */
+    char message[1024];    /* the reply message on failure */
+} rpc_ctx;
+
+/* A method: returns A2A_OK with the body filled, or a status with rpc_fail's message. */
+typedef a2a_status (*rpc_handler_fn)(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len);
+
+typedef struct {
+    const char *name;
+    rpc_handler_fn fn;
+} rpc_method;
+
+/*
+ * rpc_server_alloc listens on url (port 0 takes an ephemeral port) and starts
+ * nthreads threads that answer with methods[0..nmethods), which stay owned by
+ * the caller and must outlive the server. *out is freed with rpc_server_free.
+ */
+a2a_status rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods,
+                            size_t nmethods, void *arg, int nthreads, char *err, size_t errlen);
+
+/* rpc_server_url returns the URL the server listens on, with the bound port. */
+const char *rpc_server_url(const rpc_server *s);
+
+/* rpc_server_free closes the socket, waits for every thread and frees s; NULL is fine. */
+void rpc_server_free(rpc_server *s);
+
+/* rpc_fail sets ctx's reply message and returns status, for "return rpc_fail(...)". */
+a2a_status rpc_fail(rpc_ctx *ctx, a2a_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* rpc_client_alloc starts dialling url; *out is freed with rpc_client_free. */
+a2a_status rpc_client_alloc(rpc_client **out, const char *url, char *err, size_t errlen);
+
+/*
+ * rpc_call calls method with body and waits at most timeout_ms. On A2A_OK
+ * *reply is a malloc'd copy of the reply body (freed by the caller; NULL when
+ * empty) and *reply_len its length. On failure err holds the message, which
+ * for a remote failure is the server's.
+ */
+a2a_status rpc_call(rpc_client *c, const char *method, const void *body, size_t len,
+                    int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err,
+                    size_t errlen);
+
+/* rpc_client_url returns the URL the client dials. */
+const char *rpc_client_url(const rpc_client *c);
+
+/* rpc_client_free closes the socket, failing calls in flight, and frees c; NULL is fine. */
+void rpc_client_free(rpc_client *c);
+
+/* rpc_now_ms returns a monotonic clock in milliseconds. */
+int64_t rpc_now_ms(void);
+
+#endif

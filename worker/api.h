@@ -1,0 +1,13 @@
+/* api.h - the worker API that jobs call through liba2a, served over server/'s RPC layer. */
+#ifndef A2A_WORKER_API_H
+#define A2A_WORKER_API_H
+
+#include "engine.h"
+#include "server/rpc.h"
+
+#define API_THREADS 64 /* calls served at once: one per blocked job thread */
+
+/* api_methods returns the method table; the handlers take the engine as their argument. */
+const rpc_method *api_methods(size_t *n);
+
+#endif

@@ -1,0 +1,537 @@
+/*
+ * client.c - liba2a: a job's handle on its host's worker (a2a.h).
+ *
+ * Calls go to the worker over server/'s RPC layer; the worker reads the
+ * send buffer and writes the receive buffer of this process itself, so a
+ * buffer crosses the job/worker boundary with one copy and no socket.
+ * Arguments are checked here, before anything leaves the process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "a2a.h"
+#include "common/args.h"
+#include "common/config.h"
+#include "common/dtype.h"
+#include "common/wire.h"
+#include "server/rpc.h"
+
+#define CLIENT_CALL_MS 10000   /* deadline of group calls */
+#define CLIENT_SLACK_MS 5000   /* what an operation's RPC deadline adds to the operation's */
+#define CLIENT_DEFAULT_OP_MS 60000
+
+/* The message of the last failed call of one thread on one job. */
+typedef struct job_err {
+    struct job_err *next;
+    pthread_t thread;
+    char msg[1024];
+} job_err;
+
+/* A group as this job last resolved it. */
+typedef struct job_group {
+    struct job_group *next;
+    char name[A2A_GROUP_NAME_MAX + 1];
+    size_t n;
+    int64_t *world;
+} job_group;
+
+struct a2a_job {
+    rpc_client *cli;
+    wire_job_id id; /* id.nonce is what the worker reads back from this process */
+    int64_t op_timeout_ms;
+    pthread_mutex_t mtx;
+    job_err *errs;
+    job_group *groups;
+};
+
+static __thread char open_err[1024]; /* a2a_job_error(NULL): why a2a_job_open failed */
+
+static char *
+err_slot(a2a_job *job)
+{
+    pthread_t self = pthread_self();
+    job_err *e;
+    if (job == NULL)
+        return open_err;
+    pthread_mutex_lock(&job->mtx);
+    for (e = job->errs; e != NULL && !pthread_equal(e->thread, self); e = e->next)
+        ;
+    if (e == NULL && (e = calloc(1, sizeof(*e))) != NULL) {
+        e->thread = self;
+        e->next = job->errs;
+        job->errs = e;
+    }
+    pthread_mutex_unlock(&job->mtx);
+    return e != NULL ? e->msg : open_err;
+}
+
+static a2a_status
+job_fail(a2a_job *job, a2a_status st, const char *fmt, ...)
+{
+    char *slot = err_slot(job);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(slot, 1024, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+const char *
+a2a_job_error(const a2a_job *job)
+{
+    return err_slot((a2a_job *)job);
+}
+
+static int
+parse_i64(const char *s, int64_t *v)
+{
+    char *end;
+    long long x;
+    errno = 0;
+    x = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0')
+        return -1;
+    *v = x;
+    return 0;
+}
+
+static void
+fill_nonce(uint64_t nonce[2])
+{
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, nonce, 2 * sizeof(uint64_t)) != (ssize_t)(2 * sizeof(uint64_t))) {
+        nonce[0] = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL;
+        nonce[1] = (uint64_t)(uintptr_t)nonce ^ 0xC2B2AE3D27D4EB4FULL;
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
+/* call runs one worker method; on failure the job's error holds the message. */
+static a2a_status
+call(a2a_job *job, const char *method, msgpack_sbuffer *req, int64_t timeout_ms, uint8_t **rep,
+     size_t *replen)
+{
+    char err[1024];
+    a2a_status st = rpc_call(job->cli, method, req->data, req->size, timeout_ms, rep, replen,
+                             err, sizeof(err));
+    if (st != A2A_OK)
+        job_fail(job, st, "%s", err);
+    return st;
+}
+
+static a2a_status
+job_hello(a2a_job *job, const char *url)
+{
+    msgpack_sbuffer sb;
+    wire_hello_reply h;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    char why[256];
+    a2a_status st;
+
+    msgpack_sbuffer_init(&sb);
+    wire_job_id_encode(&sb, &job->id);
+    st = call(job, "Hello", &sb, CLIENT_CALL_MS, &rep, &replen);
+    msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_OK && wire_hello_reply_decode(&h, rep, replen, why, sizeof(why)) != 0)
+        st = job_fail(job, A2A_ERR_INTERNAL, "bad Hello reply from %s: %s", url, why);
+    else if (st == A2A_OK && !h.direct)
+        st = job_fail(job, A2A_ERR_PERMISSION_DENIED,
+                      "worker %s at %s cannot reach this process's memory: run the job on the "
+                      "worker's host, as the same user", h.worker, url);
+    else if (st == A2A_OK) /* let the worker read and write us, also where ptrace is restricted */
+        prctl(PR_SET_PTRACER, (unsigned long)h.pid, 0, 0, 0);
+    free(rep);
+    return st;
+}
+
+a2a_status
+a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
+{
+    const char *env_url = getenv("A2A_WORKER_URL"), *env_rank = getenv("A2A_RANK");
+    const char *env_to = getenv("A2A_OP_TIMEOUT_MS");
+    char err[512];
+    a2a_job *job;
+    a2a_status st;
+
+    if (out == NULL)
+        return job_fail(NULL, A2A_ERR_INVALID_ARGUMENT, "a2a_job_open: job is NULL");
+    *out = NULL;
+    if (worker_url == NULL && (worker_url = env_url) == NULL)
+        return job_fail(NULL, A2A_ERR_INVALID_ARGUMENT,
+                        "no worker: pass its URL or set A2A_WORKER_URL");
+    if (world_rank < 0 && (env_rank == NULL || parse_i64(env_rank, &world_rank) != 0 ||
+                           world_rank < 0))
+        return job_fail(NULL, A2A_ERR_INVALID_ARGUMENT,
+                        "no rank: pass it or set A2A_RANK to a world rank (got \"%s\")",
+                        env_rank ? env_rank : "");
+    if ((job = calloc(1, sizeof(*job))) == NULL)
+        return job_fail(NULL, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    pthread_mutex_init(&job->mtx, NULL);
+    job->id.world_rank = world_rank;
+    job->id.pid = getpid();
+    fill_nonce(job->id.nonce);
+    job->id.probe_addr = (uint64_t)(uintptr_t)job->id.nonce;
+    job->op_timeout_ms = CLIENT_DEFAULT_OP_MS;
+    if (env_to != NULL && (parse_i64(env_to, &job->op_timeout_ms) != 0 || job->op_timeout_ms <= 0))
+        job->op_timeout_ms = CLIENT_DEFAULT_OP_MS;
+    if ((st = rpc_client_alloc(&job->cli, worker_url, err, sizeof(err))) != A2A_OK ||
+        (st = job_hello(job, worker_url)) != A2A_OK) {
+        if (job->cli == NULL)
+            job_fail(NULL, st, "%s", err);
+        else
+            job_fail(NULL, st, "%s", a2a_job_error(job));
+        a2a_job_close(job);
+        return st;
+    }
+    *out = job;
+    return A2A_OK;
+}
+
+static void
+group_free(job_group *g)
+{
+    free(g->world);
+    free(g);
+}
+
+void
+a2a_job_close(a2a_job *job)
+{
+    if (job == NULL)
+        return;
+    rpc_client_free(job->cli);
+    while (job->errs != NULL) {
+        job_err *e = job->errs;
+        job->errs = e->next;
+        free(e);
+    }
+    while (job->groups != NULL) {
+        job_group *g = job->groups;
+        job->groups = g->next;
+        group_free(g);
+    }
+    pthread_mutex_destroy(&job->mtx);
+    free(job);
+}
+
+/* group_request encodes a group call's body. */
+static void
+group_request(const a2a_job *job, msgpack_sbuffer *sb, const char *name, size_t n,
+              const int64_t *ranks)
+{
+    msgpack_sbuffer_init(sb);
+    wire_job_group_encode(sb, &job->id, name, n, ranks);
+}
+
+static a2a_status
+check_name(a2a_job *job, const char **name)
+{
+    char why[256];
+    if (job == NULL)
+        return job_fail(NULL, A2A_ERR_INVALID_ARGUMENT, "job is NULL");
+    if (*name == NULL)
+        *name = A2A_WORLD_GROUP;
+    if (cfg_check_group_name(*name, strlen(*name), why, sizeof(why)) != 0)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "%s", why);
+    return A2A_OK;
+}
+
+/* cache_group stores g (resolved) in the job's cache, replacing an older copy; under mtx. */
+static void
+cache_group(a2a_job *job, const wire_group *wg)
+{
+    job_group *g = calloc(1, sizeof(*g));
+    if (g == NULL || (g->world = calloc(wg->n, sizeof(int64_t))) == NULL) {
+        free(g);
+        return;
+    }
+    snprintf(g->name, sizeof(g->name), "%s", wg->name);
+    g->n = wg->n;
+    for (size_t i = 0; i < wg->n; i++)
+        g->world[i] = wg->members[i].world_rank;
+    for (job_group **pp = &job->groups; *pp != NULL; pp = &(*pp)->next)
+        if (strcmp((*pp)->name, g->name) == 0) {
+            job_group *old = *pp;
+            *pp = old->next;
+            group_free(old);
+            break;
+        }
+    g->next = job->groups;
+    job->groups = g;
+}
+
+static void
+uncache_group(a2a_job *job, const char *name)
+{
+    pthread_mutex_lock(&job->mtx);
+    for (job_group **pp = &job->groups; *pp != NULL; pp = &(*pp)->next)
+        if (strcmp((*pp)->name, name) == 0) {
+            job_group *old = *pp;
+            *pp = old->next;
+            group_free(old);
+            break;
+        }
+    pthread_mutex_unlock(&job->mtx);
+}
+
+/* resolve asks the worker for a group and caches it; *gp is a copy the caller frees. */
+static a2a_status
+resolve(a2a_job *job, const char *name, const char *method, size_t n, const int64_t *ranks,
+        job_group **gp)
+{
+    msgpack_sbuffer sb;
+    wire_group wg;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    char why[256];
+    a2a_status st;
+
+    group_request(job, &sb, name, n, ranks);
+    st = call(job, method, &sb, CLIENT_CALL_MS, &rep, &replen);
+    msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_OK && wire_group_decode(&wg, rep, replen, why, sizeof(why)) != 0)
+        st = job_fail(job, A2A_ERR_INTERNAL, "bad group from the worker: %s", why);
+    free(rep);
+    if (st != A2A_OK)
+        return st;
+    pthread_mutex_lock(&job->mtx);
+    cache_group(job, &wg);
+    pthread_mutex_unlock(&job->mtx);
+    if (gp != NULL) {
+        job_group *g = calloc(1, sizeof(*g));
+        if (g == NULL || (g->world = calloc(wg.n, sizeof(int64_t))) == NULL) {
+            free(g);
+            wire_group_fini(&wg);
+            return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        }
+        g->n = wg.n;
+        for (size_t i = 0; i < wg.n; i++)
+            g->world[i] = wg.members[i].world_rank;
+        *gp = g;
+    }
+    wire_group_fini(&wg);
+    return A2A_OK;
+}
+
+a2a_status
+a2a_create_group(a2a_job *job, const char *group, size_t n, const int64_t *world_ranks)
+{
+    a2a_status st;
+    if ((st = check_name(job, &group)) != A2A_OK)
+        return st;
+    if (n == 0 || world_ranks == NULL)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "group \"%s\" needs at least one rank",
+                        group);
+    if (n > CFG_MAX_RANKS)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "%zu ranks is more than the limit %d", n,
+                        CFG_MAX_RANKS);
+    return resolve(job, group, "CreateGroup", n, world_ranks, NULL);
+}
+
+a2a_status
+a2a_destroy_group(a2a_job *job, const char *group)
+{
+    msgpack_sbuffer sb;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    a2a_status st;
+
+    if ((st = check_name(job, &group)) != A2A_OK)
+        return st;
+    group_request(job, &sb, group, 0, NULL);
+    st = call(job, "DestroyGroup", &sb, CLIENT_CALL_MS, &rep, &replen);
+    msgpack_sbuffer_destroy(&sb);
+    free(rep);
+    if (st == A2A_OK)
+        uncache_group(job, group);
+    return st;
+}
+
+/* lookup resolves group afresh (the group calls always ask). */
+static a2a_status
+lookup(a2a_job *job, const char *group, job_group **g)
+{
+    a2a_status st;
+    *g = NULL;
+    if ((st = check_name(job, &group)) != A2A_OK)
+        return st;
+    return resolve(job, group, "GetGroup", 0, NULL, g);
+}
+
+static int64_t
+index_of(const job_group *g, int64_t world)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->world[i] == world)
+            return (int64_t)i;
+    return -1;
+}
+
+a2a_status
+a2a_get_rank_size(a2a_job *job, const char *group, int64_t *size)
+{
+    job_group *g;
+    a2a_status st;
+    if (size == NULL)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "size is NULL");
+    if ((st = lookup(job, group, &g)) != A2A_OK)
+        return st;
+    *size = (int64_t)g->n;
+    group_free(g);
+    return A2A_OK;
+}
+
+a2a_status
+a2a_get_rank_id(a2a_job *job, const char *group, int64_t *group_rank)
+{
+    job_group *g;
+    a2a_status st;
+    if (group_rank == NULL)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "group_rank is NULL");
+    if ((st = lookup(job, group, &g)) != A2A_OK)
+        return st;
+    *group_rank = index_of(g, job->id.world_rank);
+    group_free(g);
+    if (*group_rank < 0)
+        return job_fail(job, A2A_ERR_PERMISSION_DENIED,
+                        "world rank %lld is not a member of group \"%s\"",
+                        (long long)job->id.world_rank, group ? group : A2A_WORLD_GROUP);
+    return A2A_OK;
+}
+
+a2a_status
+a2a_get_world_rank_from_group_rank(a2a_job *job, const char *group, int64_t group_rank,
+                                   int64_t *world_rank)
+{
+    job_group *g;
+    a2a_status st;
+    if (world_rank == NULL)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "world_rank is NULL");
+    if ((st = lookup(job, group, &g)) != A2A_OK)
+        return st;
+    if (group_rank < 0 || group_rank >= (int64_t)g->n)
+        st = job_fail(job, A2A_ERR_INVALID_ARGUMENT,
+                      "group rank %lld is out of range: the group has %zu ranks",
+                      (long long)group_rank, g->n);
+    else
+        *world_rank = g->world[group_rank];
+    group_free(g);
+    return st;
+}
+
+a2a_status
+a2a_get_group_rank_from_world_rank(a2a_job *job, const char *group, int64_t world_rank,
+                                   int64_t *group_rank)
+{
+    job_group *g;
+    a2a_status st;
+    if (group_rank == NULL)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "group_rank is NULL");
+    if ((st = lookup(job, group, &g)) != A2A_OK)
+        return st;
+    *group_rank = index_of(g, world_rank);
+    if (*group_rank < 0)
+        st = job_fail(job, A2A_ERR_NOT_FOUND, "world rank %lld is not in group \"%s\"",
+                      (long long)world_rank, group ? group : A2A_WORLD_GROUP);
+    group_free(g);
+    return st;
+}
+
+/* group_size returns the cached size of group and whether we are in it, resolving once. */
+static a2a_status
+group_size(a2a_job *job, const char *group, size_t *n)
+{
+    a2a_status st = A2A_OK;
+    int64_t me = -1;
+
+    for (int pass = 0; pass < 2; pass++) {
+        pthread_mutex_lock(&job->mtx);
+        for (job_group *g = job->groups; g != NULL; g = g->next)
+            if (strcmp(g->name, group) == 0) {
+                *n = g->n;
+                me = index_of(g, job->id.world_rank);
+                pthread_mutex_unlock(&job->mtx);
+                if (me < 0)
+                    return job_fail(job, A2A_ERR_PERMISSION_DENIED,
+                                    "world rank %lld is not a member of group \"%s\"",
+                                    (long long)job->id.world_rank, group);
+                return A2A_OK;
+            }
+        pthread_mutex_unlock(&job->mtx);
+        if (pass == 0 && (st = resolve(job, group, "GetGroup", 0, NULL, NULL)) != A2A_OK)
+            return st;
+    }
+    return job_fail(job, A2A_ERR_INTERNAL, "group \"%s\" vanished from the cache", group);
+}
+
+/* check_args checks what a2a.h's arguments can get wrong before counts are read. */
+static a2a_status
+check_pointers(a2a_job *job, const a2a_alltoallv_args *a)
+{
+    if (a == NULL)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "args is NULL");
+    if (a->send_counts == NULL || a->send_displacements == NULL || a->recv_counts == NULL ||
+        a->recv_displacements == NULL)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT,
+                        "send_counts, send_displacements, recv_counts and recv_displacements "
+                        "must all be given");
+    if ((a->send_data == NULL && a->send_len > 0) || (a->recv_data == NULL && a->recv_len > 0))
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "a buffer is NULL but its length is not 0");
+    if (a->timeout_ms < 0)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "timeout_ms is negative (%lld)",
+                        (long long)a->timeout_ms);
+    return A2A_OK;
+}
+
+a2a_status
+a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
+{
+    const char *group = args != NULL ? args->group : NULL;
+    wire_a2av w = {0};
+    msgpack_sbuffer sb;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    char why[512];
+    a2a_status st;
+
+    if ((st = check_name(job, &group)) != A2A_OK || (st = check_pointers(job, args)) != A2A_OK ||
+        (st = group_size(job, group, &w.n)) != A2A_OK)
+        return st;
+    if ((w.counts = malloc(4 * w.n * sizeof(int64_t))) == NULL)
+        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    memcpy(w.counts, args->send_counts, w.n * sizeof(int64_t));
+    memcpy(w.counts + w.n, args->send_displacements, w.n * sizeof(int64_t));
+    memcpy(w.counts + 2 * w.n, args->recv_counts, w.n * sizeof(int64_t));
+    memcpy(w.counts + 3 * w.n, args->recv_displacements, w.n * sizeof(int64_t));
+    if ((st = args_check(w.n, (int64_t)args->dtype, args->send_len, args->recv_len, w.counts, why,
+                         sizeof(why))) != A2A_OK) {
+        free(w.counts);
+        return job_fail(job, st, "%s", why);
+    }
+    w.job = job->id;
+    snprintf(w.group, sizeof(w.group), "%s", group);
+    w.dtype = (int64_t)args->dtype;
+    w.timeout_ms = args->timeout_ms > 0 ? args->timeout_ms : job->op_timeout_ms;
+    w.send_addr = (uint64_t)(uintptr_t)args->send_data;
+    w.send_len = args->send_len;
+    w.recv_addr = (uint64_t)(uintptr_t)args->recv_data;
+    w.recv_len = args->recv_len;
+    msgpack_sbuffer_init(&sb);
+    if (wire_a2av_encode(&sb, &w) != 0)
+        st = job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    else
+        st = call(job, "AllToAllV", &sb, w.timeout_ms + CLIENT_SLACK_MS, &rep, &replen);
+    msgpack_sbuffer_destroy(&sb);
+    free(rep);
+    free(w.counts);
+    return st;
+}

@@ -1,0 +1,660 @@
+/* engine.c - the engine's groups and the calls of local ranks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/args.h"
+#include "common/dtype.h"
+#include "common/log.h"
+#include "engine_int.h"
+#include "xfer.h"
+
+static void engine_register(engine *e);
+
+static a2a_status
+eng_err(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static uint64_t
+random_u64(void)
+{
+    uint64_t v = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+        v = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    if (fd >= 0)
+        close(fd);
+    return v == 0 ? 1 : v;
+}
+
+a2a_status
+engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, char *err, size_t errlen)
+{
+    engine *e;
+    a2a_status st;
+
+    *out = NULL;
+    if ((e = calloc(1, sizeof(*e))) == NULL)
+        return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    pthread_mutex_init(&e->mtx, NULL);
+    e->cfg = cfg;
+    e->incarnation = random_u64();
+    if ((e->self = cfg_find_worker(cfg, name)) == NULL) {
+        engine_free(e);
+        return eng_err(err, errlen, A2A_ERR_INVALID_ARGUMENT, "no worker \"%s\" in %s", name,
+                       cfg->path);
+    }
+    e->npeers = cfg->nworkers;
+    if ((e->peers = calloc(e->npeers, sizeof(*e->peers))) == NULL) {
+        engine_free(e);
+        return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    for (size_t i = 0; i < e->npeers; i++) {
+        e->peers[i].e = e;
+        e->peers[i].idx = (int)i;
+        e->peers[i].w = &cfg->workers[i];
+        pthread_cond_init(&e->peers[i].cv, NULL);
+    }
+    if ((st = rpc_client_alloc(&e->coord, cfg->coordinator_url, err, errlen)) != A2A_OK) {
+        engine_free(e);
+        return st;
+    }
+    if (link_start(e, err, errlen) != 0) {
+        engine_free(e);
+        return A2A_ERR_UNAVAILABLE;
+    }
+    /* Register before serving, so that the first operations see the final epochs. */
+    for (int i = 0; i < 3 && !e->registered; i++)
+        engine_register(e);
+    *out = e;
+    return A2A_OK;
+}
+
+static void
+early_free(eng_early *x)
+{
+    frame_fini(&x->f);
+    free(x);
+}
+
+void
+engine_stop(engine *e)
+{
+    pthread_mutex_lock(&e->mtx);
+    for (eng_group *g = e->groups; g != NULL; g = g->next)
+        group_fail_all(e, g, A2A_ERR_UNAVAILABLE, "the worker is stopping");
+    e->stopping = 1;
+    pthread_mutex_unlock(&e->mtx);
+}
+
+void
+engine_free(engine *e)
+{
+    if (e == NULL)
+        return;
+    engine_stop(e);
+    link_stop(e);
+    rpc_client_free(e->coord);
+    while (e->groups != NULL) {
+        eng_group *g = e->groups;
+        e->groups = g->next;
+        g->next = NULL;
+        g->stale = 2;
+        if (g->ops == NULL) {
+            free(g->world);
+            free(g->peer);
+            free(g->lidx);
+            free(g->next_op);
+            free(g);
+        }
+    }
+    while (e->early != NULL) {
+        eng_early *x = e->early;
+        e->early = x->next;
+        early_free(x);
+    }
+    for (size_t i = 0; e->peers != NULL && i < e->npeers; i++)
+        pthread_cond_destroy(&e->peers[i].cv);
+    free(e->peers);
+    pthread_mutex_destroy(&e->mtx);
+    free(e);
+}
+
+const char *
+engine_data_url(const engine *e)
+{
+    return e->data_url;
+}
+
+uint64_t
+engine_incarnation(const engine *e)
+{
+    return e->incarnation;
+}
+
+int
+engine_owns(const engine *e, int64_t r)
+{
+    return r >= e->self->first_rank && r < e->self->first_rank + e->self->ranks;
+}
+
+eng_group *
+engine_group_find(engine *e, const char *name)
+{
+    for (eng_group *g = e->groups; g != NULL; g = g->next)
+        if (strcmp(g->name, name) == 0)
+            return g;
+    return NULL;
+}
+
+void
+engine_keep_early(engine *e, int peer, frame *f)
+{
+    eng_early *x;
+    if (e->nearly >= ENGINE_EARLY_MAX) {
+        log_warn("dropping a frame of group \"%s\": too many frames of unknown epochs",
+                 f->id.group);
+        return;
+    }
+    if ((x = calloc(1, sizeof(*x))) == NULL)
+        return;
+    x->peer = peer;
+    x->f = *f; /* takes over srcs/counts */
+    f->srcs = NULL;
+    f->counts = NULL;
+    f->n = 0;
+    x->next = e->early;
+    e->early = x;
+    e->nearly++;
+}
+
+/* replay_early processes kept frames of g's epoch and drops older ones of g. */
+static void
+replay_early(engine *e, eng_group *g)
+{
+    eng_early **pp = &e->early, *x;
+    while ((x = *pp) != NULL) {
+        if (strcmp(x->f.id.group, g->name) != 0 || x->f.id.epoch > g->epoch) {
+            pp = &x->next;
+            continue;
+        }
+        *pp = x->next;
+        e->nearly--;
+        if (x->f.id.epoch == g->epoch)
+            op_on_frame(e, &e->peers[x->peer], &x->f);
+        early_free(x);
+    }
+}
+
+/* ---- groups ---- */
+
+static int
+worker_index(const cfg_cluster *cfg, const char *name)
+{
+    for (size_t i = 0; i < cfg->nworkers; i++)
+        if (strcmp(cfg->workers[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* group_build makes an eng_group from a resolved group; NULL with err. */
+static eng_group *
+group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
+{
+    eng_group *g = calloc(1, sizeof(*g));
+    int self = (int)(e->self - e->cfg->workers);
+
+    if (g == NULL || (g->world = calloc(wg->n, sizeof(int64_t))) == NULL ||
+        (g->peer = calloc(wg->n, sizeof(int))) == NULL ||
+        (g->lidx = calloc(wg->n, sizeof(int))) == NULL ||
+        (g->next_op = calloc(wg->n, sizeof(uint64_t))) == NULL) {
+        eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        goto fail;
+    }
+    snprintf(g->name, sizeof(g->name), "%s", wg->name);
+    g->epoch = wg->epoch;
+    g->n = wg->n;
+    for (size_t i = 0; i < wg->n; i++) {
+        int w = worker_index(e->cfg, wg->members[i].worker);
+        g->world[i] = wg->members[i].world_rank;
+        if (w < 0) {
+            eng_err(err, errlen, A2A_ERR_INTERNAL,
+                    "group \"%s\" has a member on worker \"%s\", which %s does not know: the "
+                    "coordinator and this worker read different files", wg->name,
+                    wg->members[i].worker, e->cfg->path);
+            goto fail;
+        }
+        g->peer[i] = w == self ? -1 : w;
+        g->lidx[i] = w == self ? (int)g->nlocal++ : -1;
+    }
+    return g;
+fail:
+    if (g != NULL) {
+        free(g->world);
+        free(g->peer);
+        free(g->lidx);
+        free(g->next_op);
+        free(g);
+    }
+    return NULL;
+}
+
+/* group_install puts g in the cache, retiring an older version; under e->mtx. */
+static void
+group_install(engine *e, eng_group *g)
+{
+    for (eng_group **pp = &e->groups; *pp != NULL; pp = &(*pp)->next) {
+        eng_group *old = *pp;
+        if (strcmp(old->name, g->name) != 0)
+            continue;
+        *pp = old->next;
+        old->next = NULL;
+        group_fail_all(e, old, A2A_ERR_UNAVAILABLE,
+                       "the group changed while the operation ran (a member worker restarted "
+                       "or the group was redefined); the next call uses the new group");
+        old->stale = 2;
+        if (old->ops == NULL) {
+            free(old->world);
+            free(old->peer);
+            free(old->lidx);
+            free(old->next_op);
+            free(old);
+        }
+        break;
+    }
+    g->next = e->groups;
+    e->groups = g;
+    replay_early(e, g);
+}
+
+/* engine_register tells the coordinator our incarnation (once). */
+static void
+engine_register(engine *e)
+{
+    msgpack_sbuffer sb;
+    wire_register r = {.incarnation = e->incarnation};
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    char err[256];
+
+    if (e->registered)
+        return;
+    snprintf(r.worker, sizeof(r.worker), "%s", e->self->name);
+    msgpack_sbuffer_init(&sb);
+    if (wire_register_encode(&sb, &r) == 0 &&
+        rpc_call(e->coord, "RegisterWorker", sb.data, sb.size, 3000, &rep, &replen, err,
+                 sizeof(err)) == A2A_OK)
+        e->registered = 1;
+    else
+        log_warn("cannot register with the coordinator %s: %s", rpc_client_url(e->coord), err);
+    free(rep);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* fetch_group asks the coordinator for name. */
+static a2a_status
+fetch_group(engine *e, const char *name, wire_group *wg, char *err, size_t errlen)
+{
+    msgpack_sbuffer sb;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    char why[512];
+    a2a_status st;
+
+    engine_register(e);
+    msgpack_sbuffer_init(&sb);
+    wire_group_name_encode(&sb, name);
+    st = rpc_call(e->coord, "ResolveGroup", sb.data, sb.size, 5000, &rep, &replen, err, errlen);
+    msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_ERR_UNAVAILABLE || st == A2A_ERR_DEADLINE_EXCEEDED) {
+        snprintf(why, sizeof(why), "%s", err);
+        st = eng_err(err, errlen, A2A_ERR_UNAVAILABLE, "coordinator: %s", why);
+    }
+    if (st == A2A_OK && wire_group_decode(wg, rep, replen, why, sizeof(why)) != 0)
+        st = eng_err(err, errlen, A2A_ERR_INTERNAL, "bad reply from the coordinator: %s", why);
+    free(rep);
+    return st;
+}
+
+/* group_fresh returns the current group called name, resolving it when needed; under e->mtx. */
+static eng_group *
+group_fresh(engine *e, const char *name, a2a_status *st, char *err, size_t errlen)
+{
+    eng_group *g = engine_group_find(e, name), *ng;
+    wire_group wg;
+
+    if (g != NULL && !g->stale)
+        return g;
+    pthread_mutex_unlock(&e->mtx);
+    *st = fetch_group(e, name, &wg, err, errlen);
+    pthread_mutex_lock(&e->mtx);
+    if (*st != A2A_OK)
+        return NULL;
+    g = engine_group_find(e, name);
+    if (g != NULL && g->epoch == wg.epoch) {
+        g->stale = 0;
+    } else if ((ng = group_build(e, &wg, err, errlen)) == NULL) {
+        *st = A2A_ERR_INTERNAL;
+        g = NULL;
+    } else {
+        group_install(e, ng);
+        g = ng;
+    }
+    wire_group_fini(&wg);
+    return g;
+}
+
+a2a_status
+engine_resolve(engine *e, const char *name, wire_group *g, char *err, size_t errlen)
+{
+    return fetch_group(e, name, g, err, errlen);
+}
+
+void
+engine_forget(engine *e, const char *name)
+{
+    pthread_mutex_lock(&e->mtx);
+    eng_group *g = engine_group_find(e, name);
+    if (g != NULL)
+        g->stale = 1;
+    pthread_mutex_unlock(&e->mtx);
+}
+
+a2a_status
+engine_coordinator_call(engine *e, const char *method, const void *body, size_t len,
+                        int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err,
+                        size_t errlen)
+{
+    return rpc_call(e->coord, method, body, len, timeout_ms, reply, reply_len, err, errlen);
+}
+
+/* ---- one rank's call ---- */
+
+/* send_readies tells the worker of every remote source what call c expects; under e->mtx. */
+static void
+send_readies(engine *e, eng_call *c)
+{
+    eng_op *op = c->op;
+    eng_group *g = op->g;
+    frame f = {.type = FRAME_READY, .dst = c->grank, .dtype = (int32_t)c->a->dtype};
+    int64_t *srcs = calloc(g->n, sizeof(int64_t)), *counts = calloc(g->n, sizeof(int64_t));
+
+    snprintf(f.id.group, sizeof(f.id.group), "%s", g->name);
+    f.id.epoch = g->epoch;
+    f.id.op = op->num;
+    f.srcs = srcs;
+    f.counts = counts;
+    for (size_t i = 0; srcs != NULL && counts != NULL && i < e->npeers; i++) {
+        f.n = 0;
+        for (size_t s = 0; s < g->n; s++)
+            if (g->peer[s] == (int)i) {
+                srcs[f.n] = (int64_t)s;
+                counts[f.n++] = c->a->counts[2 * g->n + s];
+            }
+        if (f.n > 0)
+            link_send_ctl(e, &e->peers[i], &f, op);
+    }
+    if (srcs == NULL || counts == NULL)
+        op_fail(e, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
+    free(srcs);
+    free(counts);
+}
+
+typedef struct {
+    int64_t s, d;
+} eng_pair;
+
+/*
+ * call_arrive enters c into its operation and starts every pair that can
+ * start; local pairs to copy are returned in todo. Under e->mtx.
+ */
+static size_t
+call_arrive(engine *e, eng_call *c, eng_pair *todo)
+{
+    eng_op *op = c->op;
+    eng_group *g = op->g;
+    size_t n = g->n, ntodo = 0;
+    int64_t me = c->grank;
+
+    op->calls[me] = c;
+    op->arrived++;
+    c->sends_left = n;
+    c->recvs_left = n;
+    for (size_t s = 0; s < n; s++)
+        op->rx[(size_t)c->lidx * n + s].expect = c->a->counts[2 * n + s];
+    send_readies(e, c);
+    for (size_t r = 0; r < n && op->status == A2A_OK; r++) {
+        eng_call *o = op->calls[r];
+        if (g->peer[r] >= 0) {
+            op_pair_ready(e, op, me, (int64_t)r); /* READY may have come first */
+            continue;
+        }
+        if (o == NULL || o->finished)
+            continue;
+        /* local pairs me -> r and r -> me (once for r == me) */
+        eng_tx *t1 = &op->tx[(size_t)c->lidx * n + r];
+        t1->ready = 1;
+        t1->expect = o->a->counts[2 * n + (size_t)me];
+        if (op_pair_start(e, op, me, (int64_t)r))
+            todo[ntodo++] = (eng_pair){me, (int64_t)r};
+        if (o == c)
+            continue;
+        eng_tx *t2 = &op->tx[(size_t)o->lidx * n + (size_t)me];
+        t2->ready = 1;
+        t2->expect = c->a->counts[2 * n + r];
+        if (op_pair_start(e, op, (int64_t)r, me))
+            todo[ntodo++] = (eng_pair){(int64_t)r, me};
+    }
+    return ntodo;
+}
+
+/* copy_local copies the slice s -> d between two local jobs; e->mtx held on entry and exit. */
+static void
+copy_local(engine *e, eng_op *op, eng_pair p, uint8_t **buf)
+{
+    eng_group *g = op->g;
+    eng_call *cs = op->calls[p.s], *cd = op->calls[p.d];
+    uint64_t bytes = (uint64_t)cs->a->counts[p.d] * cs->esize, done = 0;
+    uint64_t from = cs->a->send_addr + (uint64_t)cs->a->counts[g->n + p.d] * cs->esize;
+    uint64_t to = cd->a->recv_addr + (uint64_t)cd->a->counts[3 * g->n + p.s] * cd->esize;
+    int rv = 0, wr = 0;
+
+    cs->pins++;
+    cd->pins++;
+    pthread_mutex_unlock(&e->mtx);
+    if (bytes > 0 && *buf == NULL && (*buf = malloc(ENGINE_CHUNK)) == NULL)
+        rv = ENOMEM;
+    while (rv == 0 && done < bytes) {
+        size_t k = bytes - done < ENGINE_CHUNK ? (size_t)(bytes - done) : ENGINE_CHUNK;
+        if ((rv = xfer_read(cs->pid, from + done, *buf, k)) == 0 &&
+            (wr = 1, rv = xfer_write(cd->pid, to + done, *buf, k)) == 0)
+            done += k, wr = 0;
+    }
+    pthread_mutex_lock(&e->mtx);
+    if (--cs->pins == 0)
+        pthread_cond_broadcast(&cs->cv);
+    if (--cd->pins == 0)
+        pthread_cond_broadcast(&cd->cv);
+    if (rv != 0) {
+        op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1, "cannot %s rank %lld's %s buffer: %s",
+                wr ? "write" : "read", (long long)(wr ? p.d : p.s), wr ? "receive" : "send",
+                strerror(rv));
+        return;
+    }
+    op->tx[(size_t)cs->lidx * g->n + (size_t)p.d].done = 1;
+    op->rx[(size_t)cd->lidx * g->n + (size_t)p.s].done = 1;
+    cs->sends_left--;
+    cd->recvs_left--;
+    op_check_done(op, cs);
+    op_check_done(op, cd);
+}
+
+/* missing_ranks writes the group ranks c still waits for (not arrived, or slow). */
+static void
+missing_ranks(const eng_call *c, char *buf, size_t len)
+{
+    const eng_op *op = c->op;
+    size_t n = op->g->n, k = 0, off = 0;
+    buf[0] = '\0';
+    for (size_t r = 0; r < n && off + 24 < len; r++) {
+        const eng_rx *rx = &op->rx[(size_t)c->lidx * n + r];
+        const eng_tx *tx = &op->tx[(size_t)c->lidx * n + r];
+        int waiting = op->g->peer[r] < 0 ? op->calls[r] == NULL
+                                         : (!rx->have_slice || !tx->ready);
+        if (waiting)
+            off += (size_t)snprintf(buf + off, len - off, "%s%zu", k++ ? ", " : "", r);
+    }
+    if (k == 0)
+        snprintf(buf, len, "none (all arrived; data still in flight)");
+}
+
+/* call_wait waits until c completes, fails or passes its deadline; under e->mtx. */
+static void
+call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms)
+{
+    eng_op *op = c->op;
+    char miss[512];
+
+    while (op->status == A2A_OK && (c->sends_left > 0 || c->recvs_left > 0)) {
+        int64_t left = deadline - rpc_now_ms();
+        struct timespec ts;
+        if (left <= 0) {
+            missing_ranks(c, miss, sizeof(miss));
+            op_fail(e, op, A2A_ERR_DEADLINE_EXCEEDED, 1,
+                    "operation %llu on group \"%s\" timed out after %lld ms waiting for group "
+                    "rank(s) %s",
+                    (unsigned long long)op->num, op->g->name, (long long)timeout_ms, miss);
+            break;
+        }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        left = left > 200 ? 200 : left;
+        ts.tv_nsec += (left % 1000) * 1000000;
+        ts.tv_sec += left / 1000 + ts.tv_nsec / 1000000000;
+        ts.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&c->cv, &e->mtx, &ts);
+    }
+}
+
+/* call_run enters c into operation num of g, copies local pairs and waits; under e->mtx. */
+static a2a_status
+call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, size_t errlen)
+{
+    int64_t deadline = rpc_now_ms() + timeout_ms;
+    uint64_t num = g->next_op[c->lidx]++;
+    const eng_failed *h = group_history(g, num);
+    eng_pair *todo;
+    uint8_t *buf = NULL;
+    eng_op *op;
+    size_t ntodo;
+    a2a_status st;
+
+    if (h != NULL)
+        return eng_err(err, errlen, h->status, "%s", h->msg);
+    if ((op = op_get(e, g, num, 1)) == NULL)
+        return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    if ((todo = calloc(2 * g->n, sizeof(*todo))) == NULL) {
+        op->arrived++;
+        op_release(e, op);
+        return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    c->op = op;
+    ntodo = op->status == A2A_OK ? call_arrive(e, c, todo) : (op->arrived++, 0);
+    for (size_t i = 0; i < ntodo && op->status == A2A_OK; i++)
+        copy_local(e, op, todo[i], &buf);
+    call_wait(e, c, deadline, timeout_ms);
+    c->finished = 1;
+    link_drop_call(e, c);
+    while (c->pins > 0)
+        pthread_cond_wait(&c->cv, &e->mtx);
+    if (op->calls[c->grank] == c)
+        op->calls[c->grank] = NULL;
+    st = op->status;
+    if (st != A2A_OK)
+        eng_err(err, errlen, st, "%s", op->msg);
+    op_release(e, op);
+    free(todo);
+    free(buf);
+    return st;
+}
+
+static int64_t
+group_rank_of(const eng_group *g, int64_t world)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->world[i] == world)
+            return (int64_t)i;
+    return -1;
+}
+
+a2a_status
+engine_alltoallv(engine *e, const wire_a2av *a, char *err, size_t errlen)
+{
+    eng_call c = {.a = a, .pid = (pid_t)a->job.pid, .status = A2A_OK};
+    int64_t timeout = a->timeout_ms > 0 ? a->timeout_ms : ENGINE_DEFAULT_TIMEOUT_MS;
+    a2a_status st;
+    eng_group *g;
+
+    if (!engine_owns(e, a->job.world_rank))
+        return eng_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                       "world rank %lld is not a rank of worker %s", (long long)a->job.world_rank,
+                       e->self->name);
+    if ((st = args_check(a->n, a->dtype, a->send_len, a->recv_len, a->counts, err, errlen)) !=
+        A2A_OK)
+        return st;
+    if (!xfer_probe(c.pid, a->job.probe_addr, a->job.nonce))
+        return eng_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                       "worker %s cannot reach the memory of process %lld: the job must run on "
+                       "the worker's host, as the same user",
+                       e->self->name, (long long)a->job.pid);
+    c.esize = a2a_dtype_size((a2a_dtype)a->dtype);
+    pthread_cond_init(&c.cv, NULL);
+    pthread_mutex_lock(&e->mtx);
+    if (e->stopping) {
+        st = eng_err(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s is stopping", e->self->name);
+    } else if ((g = group_fresh(e, a->group, &st, err, errlen)) == NULL) {
+        /* st and err set */
+    } else if ((c.grank = group_rank_of(g, a->job.world_rank)) < 0) {
+        st = eng_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                     "world rank %lld is not a member of group \"%s\"",
+                     (long long)a->job.world_rank, a->group);
+    } else if (a->n != g->n) {
+        st = eng_err(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                     "group \"%s\" has %zu ranks, but the call gave counts for %zu", a->group,
+                     g->n, a->n);
+    } else {
+        c.lidx = g->lidx[c.grank];
+        st = call_run(e, g, &c, timeout, err, errlen);
+    }
+    pthread_mutex_unlock(&e->mtx);
+    pthread_cond_destroy(&c.cv);
+    return st;
+}
+
+const char *
+engine_name(const engine *e)
+{
+    return e->self->name;
+}
+
+int64_t
+engine_world_size(const engine *e)
+{
+    return e->cfg->world_size;
+}
+
+const char *
+engine_config_path(const engine *e)
+{
+    return e->cfg->path;
+}

@@ -1,0 +1,89 @@
+/*
+ * engine.h - the exchange engine of a worker: groups and their epochs,
+ * operations, the calls of local ranks, and the peer links that carry
+ * slices to the other workers.
+ *
+ * The protocol of one operation (group G, epoch E, operation k), for every
+ * pair of group ranks s -> d:
+ *   1. d arrives: its worker sends READY(d, the counts d expects) to the
+ *      worker of every source.
+ *   2. s arrives and holds READY(d): its worker compares s's count with d's.
+ *      Equal: SLICE(count) then DATA chunks, streamed from s's memory.
+ *      Different: the operation fails with COUNT_MISMATCH for everyone.
+ *   3. d's worker writes the chunks into d's receive slice.
+ * Ranks of the same worker copy directly. Any failure (mismatch, deadline,
+ * lost worker) is broadcast as ABORT, so the operation fails for every
+ * member; the next call of each rank is operation k+1.
+ */
+#ifndef A2A_WORKER_ENGINE_H
+#define A2A_WORKER_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2a.h"
+#include "common/config.h"
+#include "common/wire.h"
+
+#define ENGINE_CHUNK (1u << 20)       /* bytes per DATA frame */
+#define ENGINE_HEARTBEAT_MS 500       /* an idle link sends a heartbeat this often */
+#define ENGINE_LINK_DEAD_MS 3000      /* a link silent this long is dead */
+#define ENGINE_DIAL_MS 2000           /* how long to try to reach a peer */
+#define ENGINE_DEFAULT_TIMEOUT_MS 60000
+
+typedef struct engine engine;
+
+/*
+ * engine_alloc starts the engine of worker `name` of cfg (which the engine
+ * borrows and the caller frees after engine_free): it listens for peer links
+ * on the worker's data_url and resolves groups through the coordinator.
+ */
+a2a_status engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, char *err,
+                        size_t errlen);
+
+/* engine_stop fails the calls in progress with UNAVAILABLE and refuses new ones. */
+void engine_stop(engine *e);
+
+/* engine_free stops the engine and frees it, once no call is inside it; NULL is fine. */
+void engine_free(engine *e);
+
+/* engine_data_url returns where the engine listens for peer links (with the bound port). */
+const char *engine_data_url(const engine *e);
+
+/* engine_incarnation returns the random number that names this run of the worker. */
+uint64_t engine_incarnation(const engine *e);
+
+/* engine_name returns this worker's name. */
+const char *engine_name(const engine *e);
+
+/* engine_world_size returns the number of world ranks. */
+int64_t engine_world_size(const engine *e);
+
+/* engine_config_path returns the file the cluster came from. */
+const char *engine_config_path(const engine *e);
+
+/* engine_owns reports whether world rank r is one of this worker's ranks. */
+int engine_owns(const engine *e, int64_t r);
+
+/*
+ * engine_resolve returns the group called name in *g (the caller frees it
+ * with wire_group_fini), from the cache or the coordinator.
+ */
+a2a_status engine_resolve(engine *e, const char *name, wire_group *g, char *err, size_t errlen);
+
+/*
+ * engine_alltoallv runs one rank's part of an operation and blocks until it
+ * completes or fails. The arguments were checked by the caller against the
+ * group's size; the engine checks them again.
+ */
+a2a_status engine_alltoallv(engine *e, const wire_a2av *a, char *err, size_t errlen);
+
+/* engine_coordinator_call forwards a request to the coordinator (for group management). */
+a2a_status engine_coordinator_call(engine *e, const char *method, const void *body, size_t len,
+                                   int64_t timeout_ms, uint8_t **reply, size_t *reply_len,
+                                   char *err, size_t errlen);
+
+/* engine_forget drops name from the group cache (after it was destroyed). */
+void engine_forget(engine *e, const char *name);
+
+#endif

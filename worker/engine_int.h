@@ -1,0 +1,178 @@
+/* engine_int.h - the engine's structures, shared by engine.c, op.c and link.c. */
+#ifndef A2A_WORKER_ENGINE_INT_H
+#define A2A_WORKER_ENGINE_INT_H
+
+#include <nng/nng.h>
+#include <pthread.h>
+#include <sys/types.h>
+
+#include "common/frame.h"
+#include "engine.h"
+#include "server/rpc.h"
+
+#define ENGINE_HISTORY 64     /* failed operations remembered per group */
+#define ENGINE_OP_WINDOW 4    /* how far ahead of the slowest local rank a frame may create an op */
+#define ENGINE_EARLY_MAX 4096 /* frames of epochs not yet resolved, kept for replay */
+
+typedef struct eng_call eng_call;
+typedef struct eng_op eng_op;
+typedef struct eng_group eng_group;
+typedef struct eng_peer eng_peer;
+
+/* A control frame waiting on a peer's outgoing link. */
+typedef struct eng_ctl {
+    struct eng_ctl *next;
+    eng_op *op; /* NULL for frames that belong to no operation */
+    size_t len;
+    uint8_t bytes[];
+} eng_ctl;
+
+/* A slice being streamed to a peer, one chunk at a time. */
+typedef struct eng_send {
+    struct eng_send *next;
+    eng_call *call; /* the source rank's call */
+    int64_t dst;    /* group rank */
+    uint64_t total, sent;
+    uint64_t addr; /* the slice in the source job's memory */
+} eng_send;
+
+/* One peer worker and its links: outgoing (ours, send-only) and incoming (theirs, receive-only). */
+struct eng_peer {
+    engine *e;
+    int idx;
+    const cfg_worker *w;
+    nng_stream *out;
+    pthread_t sender;
+    pthread_cond_t cv;    /* work for the sender */
+    eng_ctl *ctl_head, *ctl_tail;
+    eng_send *sends;      /* round robin */
+    int64_t last_sent_ms;
+    nng_stream *in;       /* the current incoming link */
+    uint64_t incarnation; /* from its HELLO; 0 before */
+    int failing;          /* the sender is failing its queue */
+};
+
+/* Receive state of one pair s -> local d. */
+typedef struct {
+    int64_t expect; /* d's recv_count from s */
+    int64_t count;  /* what s announced */
+    int have_slice;
+    uint64_t bytes; /* received so far */
+    int done;
+} eng_rx;
+
+/* Send state of one pair local s -> d. */
+typedef struct {
+    int ready;      /* READY(d) arrived (or d is local and arrived) */
+    int64_t expect; /* d's recv_count from s */
+    int started;
+    int done;
+} eng_tx;
+
+struct eng_call {
+    eng_op *op;
+    int64_t grank;
+    int lidx;
+    const wire_a2av *a;
+    pid_t pid;
+    size_t esize;
+    size_t sends_left, recvs_left;
+    a2a_status status;
+    char msg[1024];
+    int finished; /* the handler has given up on it: touch its memory no more */
+    int pins;     /* transfers using its memory right now */
+    pthread_cond_t cv;
+};
+
+struct eng_op {
+    eng_op *next;
+    eng_group *g;
+    uint64_t num;
+    eng_call **calls; /* by group rank; local ranks only */
+    eng_rx *rx;       /* [lidx(d) * n + s] */
+    eng_tx *tx;       /* [lidx(s) * n + d] */
+    size_t arrived, left; /* local calls that came, and that went */
+    a2a_status status;
+    char msg[1024];
+};
+
+typedef struct {
+    uint64_t num;
+    a2a_status status;
+    char msg[1024];
+} eng_failed;
+
+struct eng_group {
+    eng_group *next;
+    char name[A2A_GROUP_NAME_MAX + 1];
+    uint64_t epoch;
+    size_t n;
+    int64_t *world; /* world rank of each group rank */
+    int *peer;      /* its worker: -1 for us, else a peer index */
+    int *lidx;      /* its local index, or -1 */
+    size_t nlocal;
+    uint64_t *next_op; /* by local index */
+    eng_op *ops;
+    eng_failed hist[ENGINE_HISTORY];
+    size_t nhist;
+    int stale; /* resolve again before the next operation */
+};
+
+/* A frame of an epoch we have not resolved yet, kept for replay. */
+typedef struct eng_early {
+    struct eng_early *next;
+    int peer;
+    frame f;
+} eng_early;
+
+struct engine {
+    pthread_mutex_t mtx; /* everything below */
+    const cfg_cluster *cfg;
+    const cfg_worker *self;
+    uint64_t incarnation;
+    eng_peer *peers; /* by worker index in cfg; peers[self] unused */
+    size_t npeers;
+    eng_group *groups;
+    eng_early *early;
+    size_t nearly;
+    int stopping;
+    rpc_client *coord;
+    int registered;
+    nng_stream_listener *listener;
+    pthread_t acceptor;
+    char data_url[300];
+    /* incoming links: one thread each */
+    struct eng_in *ins;
+};
+
+/* ---- op.c: operations, under e->mtx ---- */
+eng_op *op_get(engine *e, eng_group *g, uint64_t num, int create);
+void op_fail(engine *e, eng_op *op, a2a_status st, int broadcast, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void op_pair_ready(engine *e, eng_op *op, int64_t s, int64_t d);
+int op_pair_start(engine *e, eng_op *op, int64_t s, int64_t d);
+void op_on_frame(engine *e, eng_peer *p, const frame *f);
+void op_data(engine *e, eng_peer *p, const frame *f, const uint8_t *payload, size_t len);
+void op_check_done(eng_op *op, eng_call *c);
+void op_release(engine *e, eng_op *op);
+void group_fail_all(engine *e, eng_group *g, a2a_status st, const char *why);
+const eng_failed *group_history(const eng_group *g, uint64_t num);
+
+/* ---- link.c: peer links ---- */
+int link_start(engine *e, char *err, size_t errlen);
+void link_stop(engine *e);
+/* link_send_ctl queues a frame (header only) to peer p; under e->mtx. */
+void link_send_ctl(engine *e, eng_peer *p, const frame *f, eng_op *op);
+/* link_send_slice queues a slice to peer p; under e->mtx. */
+void link_send_slice(engine *e, eng_peer *p, eng_call *c, int64_t dst, uint64_t total,
+                     uint64_t addr);
+/* link_drop_call removes c's queued slices from every peer; under e->mtx. */
+void link_drop_call(engine *e, eng_call *c);
+/* link_peer_down fails what depends on p; under e->mtx. */
+void link_peer_down(engine *e, eng_peer *p, const char *why);
+
+/* ---- engine.c ---- */
+eng_group *engine_group_find(engine *e, const char *name);
+void engine_keep_early(engine *e, int peer, frame *f);
+
+#endif

@@ -1,0 +1,623 @@
+/*
+ * link.c - the peer links: for each peer worker one outgoing nng_stream
+ * (ours, written only by that peer's sender thread) and one incoming stream
+ * (theirs, read only by its receiver thread). Exactly one send and one
+ * receive are in flight per stream (see NNG-NOTES.md), resumed after
+ * partial transfers.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "engine_int.h"
+#include "xfer.h"
+
+/* An incoming link and its receiver thread. */
+typedef struct eng_in {
+    struct eng_in *next;
+    engine *e;
+    nng_stream *s;
+    pthread_t thread;
+    int done; /* the thread no longer uses s; set under e->mtx */
+} eng_in;
+
+/* stream_io sends or receives all of iov[0..n) on s, waiting at most timeout_ms per step. */
+static int
+stream_io(nng_stream *s, nng_aio *aio, nng_iov *iov, unsigned n, int recv, int timeout_ms)
+{
+    while (n > 0) {
+        size_t got;
+        int rv;
+        nng_aio_set_iov(aio, n, iov);
+        nng_aio_set_timeout(aio, timeout_ms > 0 ? timeout_ms : NNG_DURATION_INFINITE);
+        if (recv)
+            nng_stream_recv(s, aio);
+        else
+            nng_stream_send(s, aio);
+        nng_aio_wait(aio);
+        if ((rv = nng_aio_result(aio)) != 0)
+            return rv;
+        got = nng_aio_count(aio);
+        if (got == 0)
+            return NNG_ECLOSED;
+        while (n > 0 && got >= iov[0].iov_len) { /* advance past what went */
+            got -= iov[0].iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov[0].iov_buf = (uint8_t *)iov[0].iov_buf + got;
+            iov[0].iov_len -= got;
+        }
+    }
+    return 0;
+}
+
+/* encode_frame writes prefix and header of f into sb (prefix first). */
+static int
+encode_frame(msgpack_sbuffer *sb, const frame *f, uint64_t payload_len)
+{
+    uint8_t prefix[FRAME_PREFIX_LEN] = {0};
+    msgpack_sbuffer_write(sb, (const char *)prefix, sizeof(prefix));
+    if (frame_header_encode(sb, f) != 0)
+        return -1;
+    frame_prefix_encode((uint8_t *)sb->data, (uint32_t)(sb->size - FRAME_PREFIX_LEN),
+                        payload_len);
+    return 0;
+}
+
+void
+link_send_ctl(engine *e, eng_peer *p, const frame *f, eng_op *op)
+{
+    msgpack_sbuffer sb;
+    eng_ctl *c;
+
+    if (e->stopping)
+        return;
+    msgpack_sbuffer_init(&sb);
+    if (encode_frame(&sb, f, 0) != 0 || (c = malloc(sizeof(*c) + sb.size)) == NULL) {
+        msgpack_sbuffer_destroy(&sb);
+        if (op != NULL)
+            op_fail(e, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
+        return;
+    }
+    c->next = NULL;
+    c->op = op;
+    c->len = sb.size;
+    memcpy(c->bytes, sb.data, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    if (p->ctl_tail != NULL)
+        p->ctl_tail->next = c;
+    else
+        p->ctl_head = c;
+    p->ctl_tail = c;
+    pthread_cond_signal(&p->cv);
+}
+
+void
+link_send_slice(engine *e, eng_peer *p, eng_call *c, int64_t dst, uint64_t total, uint64_t addr)
+{
+    eng_send *s = calloc(1, sizeof(*s)), **pp;
+    if (s == NULL) {
+        op_fail(e, c->op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
+        return;
+    }
+    s->call = c;
+    s->dst = dst;
+    s->total = total;
+    s->addr = addr;
+    for (pp = &p->sends; *pp != NULL; pp = &(*pp)->next)
+        ;
+    *pp = s;
+    pthread_cond_signal(&p->cv);
+}
+
+void
+link_drop_call(engine *e, eng_call *c)
+{
+    for (size_t i = 0; i < e->npeers; i++)
+        for (eng_send **pp = &e->peers[i].sends; *pp != NULL;) {
+            eng_send *s = *pp;
+            if (s->call == c) {
+                *pp = s->next;
+                free(s);
+            } else {
+                pp = &s->next;
+            }
+        }
+}
+
+static void
+drop_queue(eng_peer *p)
+{
+    while (p->ctl_head != NULL) {
+        eng_ctl *c = p->ctl_head;
+        p->ctl_head = c->next;
+        free(c);
+    }
+    p->ctl_tail = NULL;
+    while (p->sends != NULL) {
+        eng_send *s = p->sends;
+        p->sends = s->next;
+        free(s);
+    }
+}
+
+void
+link_peer_down(engine *e, eng_peer *p, const char *why)
+{
+    char msg[512];
+    snprintf(msg, sizeof(msg), "worker %s (%s) is unavailable: %s", p->w->name, p->w->data_url,
+             why);
+    log_warn("%s", msg);
+    drop_queue(p);
+    for (eng_group *g = e->groups; g != NULL; g = g->next) {
+        int member = 0;
+        for (size_t r = 0; r < g->n && !member; r++)
+            member = g->peer[r] == p->idx;
+        if (!member)
+            continue;
+        g->stale = 1;
+        for (eng_op *op = g->ops; op != NULL; op = op->next)
+            op_fail(e, op, A2A_ERR_UNAVAILABLE, 1, "%s", msg);
+    }
+    drop_queue(p); /* the aborts just queued for p itself */
+}
+
+/* ---- the sender thread of one peer ---- */
+
+typedef struct {
+    nng_aio *aio;
+    nng_stream_dialer *dialer;
+    uint8_t *buf; /* ENGINE_CHUNK of staging */
+} eng_sender;
+
+static int
+send_bytes(nng_stream *s, eng_sender *x, const void *b1, size_t n1, const void *b2, size_t n2)
+{
+    nng_iov iov[2] = {{(void *)b1, n1}, {(void *)b2, n2}};
+    return stream_io(s, x->aio, iov, n2 > 0 ? 2 : 1, 0, ENGINE_LINK_DEAD_MS);
+}
+
+/* sender_dial connects to p and sends HELLO; e->mtx held on entry and exit. */
+static int
+sender_dial(engine *e, eng_peer *p, eng_sender *x)
+{
+    msgpack_sbuffer sb;
+    frame f = {.type = FRAME_HELLO, .incarnation = e->incarnation};
+    nng_stream *s = NULL;
+    int rv;
+
+    pthread_mutex_unlock(&e->mtx);
+    if (x->dialer == NULL && (rv = nng_stream_dialer_alloc(&x->dialer, p->w->data_url)) != 0)
+        goto out;
+    nng_aio_set_timeout(x->aio, ENGINE_DIAL_MS);
+    nng_stream_dialer_dial(x->dialer, x->aio);
+    nng_aio_wait(x->aio);
+    if ((rv = nng_aio_result(x->aio)) != 0)
+        goto out;
+    s = nng_aio_get_output(x->aio, 0);
+    snprintf(f.worker, sizeof(f.worker), "%s", e->self->name);
+    msgpack_sbuffer_init(&sb);
+    encode_frame(&sb, &f, 0);
+    rv = send_bytes(s, x, sb.data, sb.size, NULL, 0);
+    msgpack_sbuffer_destroy(&sb);
+out:
+    pthread_mutex_lock(&e->mtx);
+    if (rv != 0) {
+        if (s != NULL)
+            nng_stream_free(s);
+        if (!e->stopping) {
+            char why[300];
+            snprintf(why, sizeof(why), "cannot connect: %s", nng_strerror(rv));
+            link_peer_down(e, p, why);
+        }
+        return -1;
+    }
+    p->out = s;
+    p->last_sent_ms = rpc_now_ms();
+    log_debug("link to %s (%s) up", p->w->name, p->w->data_url);
+    return 0;
+}
+
+static void
+sender_broken(engine *e, eng_peer *p, int rv)
+{
+    char why[300];
+    nng_stream_free(p->out);
+    p->out = NULL;
+    if (e->stopping)
+        return;
+    snprintf(why, sizeof(why), "connection lost: %s", nng_strerror(rv));
+    link_peer_down(e, p, why);
+}
+
+/* sender_chunk sends the next chunk of the first slice in the round; under e->mtx. */
+static int
+sender_chunk(engine *e, eng_peer *p, eng_sender *x)
+{
+    eng_send *s = p->sends, **pp;
+    eng_call *c = s->call;
+    eng_op *op = c->op;
+    frame f = {.type = FRAME_DATA, .src = c->grank, .dst = s->dst, .offset = s->sent};
+    size_t k = s->total - s->sent < ENGINE_CHUNK ? (size_t)(s->total - s->sent) : ENGINE_CHUNK;
+    msgpack_sbuffer sb;
+    int rv, last;
+
+    snprintf(f.id.group, sizeof(f.id.group), "%s", op->g->name);
+    f.id.epoch = op->g->epoch;
+    f.id.op = op->num;
+    s->sent += k;
+    last = s->sent == s->total;
+    p->sends = s->next; /* to the back of the round, or out when sent */
+    s->next = NULL;
+    if (!last) {
+        for (pp = &p->sends; *pp != NULL; pp = &(*pp)->next)
+            ;
+        *pp = s;
+    }
+    c->pins++;
+    pthread_mutex_unlock(&e->mtx);
+    msgpack_sbuffer_init(&sb);
+    rv = xfer_read(c->pid, s->addr + f.offset, x->buf, k);
+    if (rv == 0 && encode_frame(&sb, &f, k) == 0)
+        rv = -send_bytes(p->out, x, sb.data, sb.size, x->buf, k);
+    msgpack_sbuffer_destroy(&sb);
+    pthread_mutex_lock(&e->mtx);
+    if (--c->pins == 0)
+        pthread_cond_broadcast(&c->cv);
+    if (rv > 0) {
+        op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1, "cannot read rank %lld's send buffer: %s",
+                (long long)c->grank, strerror(rv));
+    } else if (rv < 0) {
+        if (last)
+            free(s);
+        sender_broken(e, p, -rv);
+        return -1;
+    } else if (last) {
+        op->tx[(size_t)c->lidx * op->g->n + (size_t)s->dst].done = 1;
+        c->sends_left--;
+        op_check_done(op, c);
+    }
+    if (last)
+        free(s);
+    return 0;
+}
+
+static void
+sender_wait(engine *e, eng_peer *p)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ENGINE_HEARTBEAT_MS * 1000000;
+    ts.tv_sec += ts.tv_nsec / 1000000000;
+    ts.tv_nsec %= 1000000000;
+    pthread_cond_timedwait(&p->cv, &e->mtx, &ts);
+}
+
+static void
+sender_step(engine *e, eng_peer *p, eng_sender *x)
+{
+    eng_ctl *c;
+    int rv;
+
+    if (p->out == NULL && (p->ctl_head != NULL || p->sends != NULL)) {
+        sender_dial(e, p, x);
+        return;
+    }
+    if ((c = p->ctl_head) != NULL) {
+        p->ctl_head = c->next;
+        if (p->ctl_head == NULL)
+            p->ctl_tail = NULL;
+        pthread_mutex_unlock(&e->mtx);
+        rv = send_bytes(p->out, x, c->bytes, c->len, NULL, 0);
+        free(c);
+        pthread_mutex_lock(&e->mtx);
+        if (rv != 0)
+            sender_broken(e, p, rv);
+        p->last_sent_ms = rpc_now_ms();
+    } else if (p->sends != NULL) {
+        sender_chunk(e, p, x);
+        p->last_sent_ms = rpc_now_ms();
+    } else if (p->out != NULL && rpc_now_ms() - p->last_sent_ms >= ENGINE_HEARTBEAT_MS) {
+        frame f = {.type = FRAME_HEARTBEAT};
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        encode_frame(&sb, &f, 0);
+        pthread_mutex_unlock(&e->mtx);
+        rv = send_bytes(p->out, x, sb.data, sb.size, NULL, 0);
+        pthread_mutex_lock(&e->mtx);
+        msgpack_sbuffer_destroy(&sb);
+        if (rv != 0)
+            sender_broken(e, p, rv);
+        p->last_sent_ms = rpc_now_ms();
+    } else {
+        sender_wait(e, p);
+    }
+}
+
+static void *
+sender_thread(void *arg)
+{
+    eng_peer *p = arg;
+    engine *e = p->e;
+    eng_sender x = {0};
+
+    if (nng_aio_alloc(&x.aio, NULL, NULL) != 0 || (x.buf = malloc(ENGINE_CHUNK)) == NULL) {
+        log_error("sender for %s: out of memory", p->w->name);
+        return NULL;
+    }
+    pthread_mutex_lock(&e->mtx);
+    while (!e->stopping)
+        sender_step(e, p, &x);
+    if (p->out != NULL)
+        nng_stream_free(p->out);
+    p->out = NULL;
+    pthread_mutex_unlock(&e->mtx);
+    nng_stream_dialer_free(x.dialer);
+    nng_aio_free(x.aio);
+    free(x.buf);
+    return NULL;
+}
+
+/* ---- incoming links ---- */
+
+typedef struct {
+    nng_aio *aio;
+    uint8_t *hdr;     /* FRAME_HEADER_MAX */
+    uint8_t *payload; /* grows up to FRAME_PAYLOAD_MAX */
+    size_t cap;
+} eng_receiver;
+
+/* read_frame reads one whole frame into f (and x->payload); 0, or -1 with why. */
+static int
+read_frame(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
+           size_t whylen)
+{
+    uint8_t prefix[FRAME_PREFIX_LEN];
+    uint32_t hlen;
+    nng_iov iov = {prefix, sizeof(prefix)};
+    int rv;
+
+    if ((rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
+        snprintf(why, whylen, "%s", rv == NNG_ETIMEDOUT ? "silent for too long (no heartbeat)"
+                                                        : nng_strerror(rv));
+        return -1;
+    }
+    if (frame_prefix_decode(prefix, &hlen, plen, why, whylen) != 0)
+        return -1;
+    iov = (nng_iov){x->hdr, hlen};
+    if ((rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
+        snprintf(why, whylen, "%s", nng_strerror(rv));
+        return -1;
+    }
+    if (frame_header_decode(f, x->hdr, hlen, *plen, why, whylen) != 0)
+        return -1;
+    if (*plen > x->cap) {
+        uint8_t *b = realloc(x->payload, *plen);
+        if (b == NULL) {
+            snprintf(why, whylen, "out of memory");
+            frame_fini(f);
+            return -1;
+        }
+        x->payload = b;
+        x->cap = *plen;
+    }
+    iov = (nng_iov){x->payload, *plen};
+    if (*plen > 0 && (rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
+        snprintf(why, whylen, "%s", nng_strerror(rv));
+        frame_fini(f);
+        return -1;
+    }
+    return 0;
+}
+
+/* receiver_hello reads HELLO and binds the link to its peer; NULL with why. */
+static eng_peer *
+receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
+{
+    frame f;
+    uint64_t plen;
+    eng_peer *p = NULL;
+
+    if (read_frame(in->s, x, &f, &plen, 5000, why, whylen) != 0)
+        return NULL;
+    if (f.type != FRAME_HELLO) {
+        snprintf(why, whylen, "the first frame is of type %d, not HELLO", f.type);
+        frame_fini(&f);
+        return NULL;
+    }
+    pthread_mutex_lock(&e->mtx);
+    for (size_t i = 0; i < e->npeers; i++)
+        if (strcmp(e->peers[i].w->name, f.worker) == 0 && &e->cfg->workers[i] != e->self)
+            p = &e->peers[i];
+    if (p == NULL) {
+        snprintf(why, whylen, "HELLO from unknown worker \"%s\"", f.worker);
+    } else {
+        if (p->in != NULL && p->in != in->s)
+            nng_stream_close(p->in); /* an older link: its thread ends */
+        p->in = in->s;
+        if (p->incarnation != 0 && p->incarnation != f.incarnation)
+            link_peer_down(e, p, "it restarted");
+        p->incarnation = f.incarnation;
+        log_debug("link from %s up", p->w->name);
+    }
+    pthread_mutex_unlock(&e->mtx);
+    return p;
+}
+
+static void
+receiver_loop(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, char *why, size_t whylen)
+{
+    for (;;) {
+        frame f;
+        uint64_t plen;
+        if (read_frame(in->s, x, &f, &plen, ENGINE_LINK_DEAD_MS, why, whylen) != 0)
+            return;
+        pthread_mutex_lock(&e->mtx);
+        if (e->stopping) {
+            pthread_mutex_unlock(&e->mtx);
+            frame_fini(&f);
+            return;
+        }
+        if (f.type == FRAME_DATA)
+            op_data(e, p, &f, x->payload, (size_t)plen);
+        else if (f.type != FRAME_HEARTBEAT && f.type != FRAME_HELLO)
+            op_on_frame(e, p, &f);
+        pthread_mutex_unlock(&e->mtx);
+        frame_fini(&f);
+    }
+}
+
+static void *
+receiver_thread(void *arg)
+{
+    eng_in *in = arg;
+    engine *e = in->e;
+    eng_receiver x = {0};
+    eng_peer *p = NULL;
+    char why[300] = "out of memory";
+
+    if (nng_aio_alloc(&x.aio, NULL, NULL) == 0 && (x.hdr = malloc(FRAME_HEADER_MAX)) != NULL &&
+        (p = receiver_hello(e, in, &x, why, sizeof(why))) != NULL)
+        receiver_loop(e, in, p, &x, why, sizeof(why));
+    pthread_mutex_lock(&e->mtx);
+    if (p != NULL && p->in == in->s) {
+        p->in = NULL;
+        if (!e->stopping)
+            link_peer_down(e, p, why);
+    } else if (p == NULL && !e->stopping) {
+        log_warn("closing an incoming link: %s", why);
+    }
+    in->done = 1;
+    pthread_mutex_unlock(&e->mtx);
+    nng_stream_free(in->s);
+    nng_aio_free(x.aio);
+    free(x.hdr);
+    free(x.payload);
+    return NULL;
+}
+
+/* reap_ins joins the receiver threads that ended; under e->mtx. */
+static void
+reap_ins(engine *e)
+{
+    for (eng_in **pp = &e->ins; *pp != NULL;) {
+        eng_in *in = *pp;
+        if (!in->done) {
+            pp = &in->next;
+            continue;
+        }
+        *pp = in->next;
+        pthread_join(in->thread, NULL);
+        free(in);
+    }
+}
+
+static void *
+acceptor_thread(void *arg)
+{
+    engine *e = arg;
+    nng_aio *aio;
+
+    if (nng_aio_alloc(&aio, NULL, NULL) != 0)
+        return NULL;
+    for (;;) {
+        eng_in *in;
+        nng_stream_listener_accept(e->listener, aio);
+        nng_aio_wait(aio);
+        if (nng_aio_result(aio) == NNG_ECLOSED || nng_aio_result(aio) == NNG_ECANCELED)
+            break;
+        if (nng_aio_result(aio) != 0)
+            continue;
+        pthread_mutex_lock(&e->mtx);
+        reap_ins(e);
+        if (e->stopping || (in = calloc(1, sizeof(*in))) == NULL) {
+            nng_stream_free(nng_aio_get_output(aio, 0));
+            pthread_mutex_unlock(&e->mtx);
+            continue;
+        }
+        in->e = e;
+        in->s = nng_aio_get_output(aio, 0);
+        if (pthread_create(&in->thread, NULL, receiver_thread, in) != 0) {
+            nng_stream_free(in->s);
+            free(in);
+        } else {
+            in->next = e->ins;
+            e->ins = in;
+        }
+        pthread_mutex_unlock(&e->mtx);
+    }
+    nng_aio_free(aio);
+    return NULL;
+}
+
+int
+link_start(engine *e, char *err, size_t errlen)
+{
+    const char *url = e->self->data_url, *colon = strrchr(url, ':');
+    int rv, port = 0;
+
+    if ((rv = nng_stream_listener_alloc(&e->listener, url)) != 0 ||
+        (rv = nng_stream_listener_listen(e->listener)) != 0) {
+        snprintf(err, errlen, "cannot listen for peer links on %s: %s", url, nng_strerror(rv));
+        nng_stream_listener_free(e->listener);
+        e->listener = NULL;
+        return -1;
+    }
+    snprintf(e->data_url, sizeof(e->data_url), "%s", url);
+    if (nng_stream_listener_get_int(e->listener, NNG_OPT_TCP_BOUND_PORT, &port) == 0 &&
+        colon != NULL)
+        snprintf(e->data_url, sizeof(e->data_url), "%.*s:%d", (int)(colon - url), url, port);
+    if (pthread_create(&e->acceptor, NULL, acceptor_thread, e) != 0) {
+        snprintf(err, errlen, "cannot start threads");
+        return -1;
+    }
+    for (size_t i = 0; i < e->npeers; i++)
+        if (&e->cfg->workers[i] != e->self &&
+            pthread_create(&e->peers[i].sender, NULL, sender_thread, &e->peers[i]) != 0) {
+            snprintf(err, errlen, "cannot start threads");
+            return -1;
+        }
+    return 0;
+}
+
+void
+link_stop(engine *e)
+{
+    if (e->listener == NULL)
+        return;
+    pthread_mutex_lock(&e->mtx);
+    e->stopping = 1;
+    for (size_t i = 0; i < e->npeers; i++) {
+        pthread_cond_broadcast(&e->peers[i].cv);
+        if (e->peers[i].out != NULL)
+            nng_stream_close(e->peers[i].out);
+    }
+    for (eng_in *in = e->ins; in != NULL; in = in->next)
+        if (!in->done)
+            nng_stream_close(in->s);
+    pthread_mutex_unlock(&e->mtx);
+    nng_stream_listener_close(e->listener);
+    pthread_join(e->acceptor, NULL);
+    for (size_t i = 0; i < e->npeers; i++)
+        if (&e->cfg->workers[i] != e->self)
+            pthread_join(e->peers[i].sender, NULL);
+    pthread_mutex_lock(&e->mtx);
+    for (size_t i = 0; i < e->npeers; i++)
+        drop_queue(&e->peers[i]);
+    while (e->ins != NULL) {
+        eng_in *in = e->ins;
+        e->ins = in->next;
+        pthread_mutex_unlock(&e->mtx);
+        pthread_join(in->thread, NULL);
+        pthread_mutex_lock(&e->mtx);
+        free(in);
+    }
+    pthread_mutex_unlock(&e->mtx);
+    nng_stream_listener_free(e->listener);
+    e->listener = NULL;
+}

@@ -1,0 +1,110 @@
+/* main.c - a2a-worker: owns one host's ranks and streams their slices to the peers. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "engine.h"
+#include "server/rpc.h"
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+            "usage: a2a-worker --config FILE --name NAME\n"
+            "\n"
+            "Runs worker NAME of the cluster FILE: serves the worker API for jobs on its\n"
+            "url and peer links to the other workers on its data_url.\n"
+            "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
+            "  --name NAME     which worker of FILE this is\n"
+            "\n"
+            "Prints \"listening on URL data DATA_URL\" on stdout once it serves.\n"
+            "SIGTERM or SIGINT stops it. Logging: A2A_LOG_LEVEL=error|warn|info|debug.\n");
+}
+
+static int
+serve(const cfg_cluster *cfg, const char *name)
+{
+    const cfg_worker *w = cfg_find_worker(cfg, name);
+    const rpc_method *methods;
+    rpc_server *srv = NULL;
+    engine *e = NULL;
+    size_t nmethods;
+    char err[1024];
+    sigset_t set;
+    int sig = 0;
+
+    if (w == NULL) {
+        fprintf(stderr, "a2a-worker: no worker \"%s\" in %s\n", name, cfg->path);
+        return 1;
+    }
+    if (engine_alloc(&e, cfg, name, err, sizeof(err)) != A2A_OK) {
+        fprintf(stderr, "a2a-worker: %s\n", err);
+        return 1;
+    }
+    methods = api_methods(&nmethods);
+    if (rpc_server_alloc(&srv, w->url, methods, nmethods, e, API_THREADS, err, sizeof(err)) !=
+        A2A_OK) {
+        fprintf(stderr, "a2a-worker: %s\n", err);
+        engine_free(e);
+        return 1;
+    }
+    printf("listening on %s data %s\n", rpc_server_url(srv), engine_data_url(e));
+    fflush(stdout);
+    log_info("worker %s: ranks %lld..%lld, api %s, links %s", name, (long long)w->first_rank,
+             (long long)(w->first_rank + w->ranks - 1), rpc_server_url(srv), engine_data_url(e));
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigwait(&set, &sig);
+    log_info("stopping on signal %d", sig);
+    engine_stop(e);       /* calls in progress fail with UNAVAILABLE */
+    rpc_server_free(srv); /* waits for the handlers */
+    engine_free(e);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"name", required_argument, NULL, 'n'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *path = NULL, *name = NULL;
+    cfg_cluster *cfg;
+    char err[1024];
+    sigset_t set;
+    int ch, rc;
+
+    log_init("a2a-worker");
+    while ((ch = getopt_long(argc, argv, "c:n:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': path = optarg; break;
+        case 'n': name = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (path == NULL || name == NULL || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (cfg_load_file(&cfg, path, err, sizeof(err)) != A2A_OK) {
+        fprintf(stderr, "a2a-worker: %s\n", err);
+        return 1;
+    }
+    log_init("a2a-worker");
+    rc = serve(cfg, name);
+    cfg_free(cfg);
+    return rc;
+}
