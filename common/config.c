@@ -218,9 +218,9 @@ cfg_string(cfg_ctx *x, yaml_node_t *n, const char *key)
         return cfg_fail(x, n->start_mark, "\"%s\" must be a string, got %s", key,
                         cfg_describe(buf, sizeof(buf), n));
     if (memchr(n->data.scalar.value, '\0', n->data.scalar.length) != NULL)
-        return cfg_fail(x, n->start_mark, "\"%s\" contains a NUL byte: %s", key,
-                        cfg_quote(buf, sizeof(buf), (const char *)n->data.scalar.value,
-                                  n->data.scalar.length));
+        return cfg_fail(
+            x, n->start_mark, "\"%s\" contains a NUL byte: %s", key,
+            cfg_quote(buf, sizeof(buf), (const char *)n->data.scalar.value, n->data.scalar.length));
     return A2A_OK;
 }
 
@@ -276,8 +276,8 @@ cfg_int(cfg_ctx *x, yaml_node_t *n, const char *key, int64_t *v)
         errno = 0;
         ll = strtoll(s, &end, 10);
         if (end == s + n->data.scalar.length && errno == ERANGE)
-            return cfg_fail(x, n->start_mark,
-                            "\"%s\" is out of range: %s does not fit in 64 bits", key, buf);
+            return cfg_fail(x, n->start_mark, "\"%s\" is out of range: %s does not fit in 64 bits",
+                            key, buf);
         if (end == s + n->data.scalar.length) {
             *v = (int64_t)ll;
             return A2A_OK;
@@ -325,8 +325,7 @@ cfg_load_security(cfg_ctx *x, yaml_node_t *n, cfg_cluster *c)
     if ((r = cfg_map_check(x, n, "security", cfg_security_keys)) != A2A_OK)
         return r;
     v = cfg_get(x, n, "token_file");
-    if (v != NULL &&
-        (r = cfg_path(x, v, "token_file", c->token_file, CFG_PATH_MAX + 1)) != A2A_OK)
+    if (v != NULL && (r = cfg_path(x, v, "token_file", c->token_file, CFG_PATH_MAX + 1)) != A2A_OK)
         return r;
     if ((tls = cfg_get(x, n, "tls")) == NULL || cfg_is_null(tls))
         return A2A_OK;
@@ -335,8 +334,7 @@ cfg_load_security(cfg_ctx *x, yaml_node_t *n, cfg_cluster *c)
     for (i = 0; i < 3; i++) {
         if ((v = cfg_get(x, tls, cfg_tls_keys[i])) == NULL)
             return cfg_fail(x, tls->start_mark,
-                            "tls is missing \"%s\": cert, key and ca go together",
-                            cfg_tls_keys[i]);
+                            "tls is missing \"%s\": cert, key and ca go together", cfg_tls_keys[i]);
         if ((r = cfg_path(x, v, cfg_tls_keys[i], dst[i], CFG_PATH_MAX + 1)) != A2A_OK)
             return r;
     }
@@ -357,11 +355,10 @@ cfg_load_worker(cfg_ctx *x, yaml_node_t *n, cfg_worker *w, cfg_name_ref *ref)
         return r;
     if (v->data.scalar.length > CFG_WORKER_NAME_MAX ||
         cfg_check_worker_name((const char *)v->data.scalar.value) != 0)
-        return cfg_fail(x, v->start_mark,
-                        "bad worker name %s: use 1 to %d of A-Z a-z 0-9 . _ -",
-                        cfg_quote(buf, sizeof(buf), (const char *)v->data.scalar.value,
-                                  v->data.scalar.length),
-                        CFG_WORKER_NAME_MAX);
+        return cfg_fail(
+            x, v->start_mark, "bad worker name %s: use 1 to %d of A-Z a-z 0-9 . _ -",
+            cfg_quote(buf, sizeof(buf), (const char *)v->data.scalar.value, v->data.scalar.length),
+            CFG_WORKER_NAME_MAX);
     memcpy(w->name, v->data.scalar.value, v->data.scalar.length + 1);
     ref->name = w->name;
     ref->node = v;
@@ -430,7 +427,7 @@ out:
     return r;
 }
 
-/* cfg_load_ranks reads a group's ranks; seen[r] is the node id where rank r was listed. */
+/* cfg_load_ranks reads a group's ranks; seen[r] (all 0 on entry) is the node id listing rank r. */
 static a2a_status
 cfg_load_ranks(cfg_ctx *x, yaml_node_t *n, const cfg_cluster *c, cfg_group *g, int *seen)
 {
@@ -441,11 +438,9 @@ cfg_load_ranks(cfg_ctx *x, yaml_node_t *n, const cfg_cluster *c, cfg_group *g, i
         return r;
     cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     if (cnt == 0)
-        return cfg_fail(x, n->start_mark, "group \"%s\" is empty: list at least one rank",
-                        g->name);
+        return cfg_fail(x, n->start_mark, "group \"%s\" is empty: list at least one rank", g->name);
     if ((g->ranks = calloc(cnt, sizeof(*g->ranks))) == NULL)
         return cfg_nomem(x);
-    memset(seen, 0, (size_t)c->world_size * sizeof(*seen));
     for (i = 0; i < cnt; i++) {
         int id = n->data.sequence.items.start[i];
         yaml_node_t *v = cfg_node(x, id);
@@ -456,8 +451,7 @@ cfg_load_ranks(cfg_ctx *x, yaml_node_t *n, const cfg_cluster *c, cfg_group *g, i
         if (rk < 0 || rk >= c->world_size)
             return cfg_fail(x, v->start_mark,
                             "rank %lld is out of range: the world has %lld ranks (0..%lld)",
-                            (long long)rk, (long long)c->world_size,
-                            (long long)c->world_size - 1);
+                            (long long)rk, (long long)c->world_size, (long long)c->world_size - 1);
         if (seen[rk] != 0)
             return cfg_fail(x, v->start_mark,
                             "duplicate rank %lld in group \"%s\" (first at line %zu, column %zu)",
@@ -466,6 +460,8 @@ cfg_load_ranks(cfg_ctx *x, yaml_node_t *n, const cfg_cluster *c, cfg_group *g, i
         seen[rk] = id;
         g->ranks[g->n++] = rk;
     }
+    for (i = 0; i < g->n; i++) /* clear for the next group */
+        seen[g->ranks[i]] = 0;
     return A2A_OK;
 }
 
@@ -484,10 +480,10 @@ cfg_load_group(cfg_ctx *x, yaml_node_t *n, const cfg_cluster *c, cfg_group *g, i
         return r;
     if (cfg_check_group_name((const char *)v->data.scalar.value, v->data.scalar.length, why,
                              sizeof(why)) != 0)
-        return cfg_fail(x, v->start_mark, "bad group name %s: %s",
-                        cfg_quote(buf, sizeof(buf), (const char *)v->data.scalar.value,
-                                  v->data.scalar.length),
-                        why);
+        return cfg_fail(
+            x, v->start_mark, "bad group name %s: %s",
+            cfg_quote(buf, sizeof(buf), (const char *)v->data.scalar.value, v->data.scalar.length),
+            why);
     if (strcmp((const char *)v->data.scalar.value, A2A_WORLD_GROUP) == 0)
         return cfg_fail(x, v->start_mark,
                         "group name \"%s\" is reserved: that group always exists and holds "
@@ -523,8 +519,8 @@ cfg_load_groups(cfg_ctx *x, yaml_node_t *n, cfg_cluster *c)
     for (i = 0; i < cnt; i++) {
         c->ngroups++;
         refs[i].index = i;
-        r = cfg_load_group(x, cfg_node(x, n->data.sequence.items.start[i]), c, &c->groups[i],
-                           seen, &refs[i]);
+        r = cfg_load_group(x, cfg_node(x, n->data.sequence.items.start[i]), c, &c->groups[i], seen,
+                           &refs[i]);
         if (r != A2A_OK)
             goto out;
     }
@@ -584,8 +580,8 @@ cfg_syntax_error(cfg_ctx *x, const yaml_parser_t *p, const char *text, size_t le
     }
     if (p->context != NULL)
         return cfg_fail(x, mark, "YAML syntax error: %s (%s at line %zu, column %zu)",
-                        p->problem ? p->problem : "bad input", p->context,
-                        p->context_mark.line + 1, p->context_mark.column + 1);
+                        p->problem ? p->problem : "bad input", p->context, p->context_mark.line + 1,
+                        p->context_mark.column + 1);
     return cfg_fail(x, mark, "YAML syntax error: %s", p->problem ? p->problem : "bad input");
 }
 
@@ -823,8 +819,8 @@ cfg_check_hostport(const char *q, const char *hp, char *err, size_t errlen)
         hlen = (size_t)(colon - hp);
         if (hlen == 0 || strspn(hp, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                     "0123456789.-_") != hlen)
-            return cfg_seterr(err, errlen, "URL %s has %s host (expected a name or an address)",
-                              q, hlen == 0 ? "an empty" : "a bad");
+            return cfg_seterr(err, errlen, "URL %s has %s host (expected a name or an address)", q,
+                              hlen == 0 ? "an empty" : "a bad");
     }
     port = colon + 1;
     if (port[0] == '\0' || strlen(port) > 5 || strspn(port, "0123456789") != strlen(port) ||

@@ -551,17 +551,18 @@ static a2a_status
 call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, size_t errlen)
 {
     int64_t deadline = rpc_now_ms() + timeout_ms;
-    uint64_t num = g->next_op[c->lidx]++;
+    uint64_t num = g->next_op[c->lidx];
     const eng_failed *h = group_history(g, num);
+    eng_op *op = h == NULL ? op_get(e, g, num, 1) : NULL;
     eng_pair *todo;
     uint8_t *buf = NULL;
-    eng_op *op;
     size_t ntodo;
     a2a_status st;
 
+    g->next_op[c->lidx]++; /* this call is operation num, whatever happens to it */
     if (h != NULL)
         return eng_err(err, errlen, h->status, "%s", h->msg);
-    if ((op = op_get(e, g, num, 1)) == NULL)
+    if (op == NULL)
         return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     if ((todo = calloc(2 * g->n, sizeof(*todo))) == NULL) {
         op->arrived++;

@@ -96,16 +96,16 @@ test_good_minimal(void)
 static void
 test_good_full(void)
 {
-    const char *y = HEAD
-        "security:\n  token_file: /run/secrets/t\n"
-        "  tls: {cert: /c.crt, key: /c.key, ca: /ca.crt}\n"
-        "workers:\n"
-        "  - {name: n.1, url: 'tls+tcp://[::1]:1', data_url: ipc:///tmp/d, ranks: 3}\n"
-        "  - {name: N_2-x, url: inproc://w, data_url: tcp://h:0, ranks: 1}\n"
-        "  - {name: z, url: tcp://10.0.0.1:65535, data_url: tcp://z:2, ranks: 4}\n"
-        "groups:\n"
-        "  - {name: \"with space ü\", ranks: [7, 0, 3]}\n"
-        "  - name: one\n    ranks:\n      - 5\n";
+    const char *y =
+        HEAD "security:\n  token_file: /run/secrets/t\n"
+             "  tls: {cert: /c.crt, key: /c.key, ca: /ca.crt}\n"
+             "workers:\n"
+             "  - {name: n.1, url: 'tls+tcp://[::1]:1', data_url: ipc:///tmp/d, ranks: 3}\n"
+             "  - {name: N_2-x, url: inproc://w, data_url: tcp://h:0, ranks: 1}\n"
+             "  - {name: z, url: tcp://10.0.0.1:65535, data_url: tcp://z:2, ranks: 4}\n"
+             "groups:\n"
+             "  - {name: \"with space ü\", ranks: [7, 0, 3]}\n"
+             "  - name: one\n    ranks:\n      - 5\n";
     cfg_cluster *c = load_ok(y);
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -224,12 +224,12 @@ test_err_unknown_key(void)
 static void
 test_err_wrong_type(void)
 {
-    expect_err(HEAD "workers:\n  - {name: a, url: tcp://a:1, data_url: tcp://a:2, ranks: two}\n",
-               4, 59, "\"ranks\" must be an integer, got \"two\"");
+    expect_err(HEAD "workers:\n  - {name: a, url: tcp://a:1, data_url: tcp://a:2, ranks: two}\n", 4,
+               59, "\"ranks\" must be an integer, got \"two\"");
     expect_err(HEAD "workers:\n  - {name: a, url: tcp://a:1, data_url: tcp://a:2, ranks: \"2\"}\n",
                4, 59, "quoted string \"2\"");
-    expect_err(HEAD "workers:\n  - {name: a, url: tcp://a:1, data_url: tcp://a:2, ranks: 0x2}\n",
-               4, 59, "must be an integer");
+    expect_err(HEAD "workers:\n  - {name: a, url: tcp://a:1, data_url: tcp://a:2, ranks: 0x2}\n", 4,
+               59, "must be an integer");
     expect_err("coordinator:\n  - url\n" WORKERS, 2, 3,
                "coordinator must be a mapping, got a sequence");
     expect_err("- a\n", 1, 1, "the top level must be a mapping, got a sequence");
@@ -245,7 +245,8 @@ test_err_wrong_type(void)
     expect_err(HEAD "security: {token_file: [a]}\n" WORKERS, 3, 24,
                "\"token_file\" must be a string");
     expect_err(HEAD "security: {token_file: \"\"}\n" WORKERS, 3, 24, "must not be empty");
-    expect_err(HEAD "{a: 1}: 2\n" WORKERS, 3, 1, "keys in the top level must be strings, got a mapping");
+    expect_err(HEAD "{a: 1}: 2\n" WORKERS, 3, 1,
+               "keys in the top level must be strings, got a mapping");
 }
 
 static void
@@ -321,10 +322,8 @@ test_err_group_name_control(void)
 {
     expect_err(HEAD WORKERS "groups:\n  - {name: \"a\\x01b\", ranks: [3]}\n", 13, 12,
                "control characters");
-    expect_err(HEAD WORKERS "groups:\n  - {name: \"a\\tb\", ranks: [3]}\n", 13, 12,
-               "\"a\\x09b\"");
-    expect_err(HEAD WORKERS "groups:\n  - {name: \"a\\0b\", ranks: [3]}\n", 13, 12,
-               "NUL byte");
+    expect_err(HEAD WORKERS "groups:\n  - {name: \"a\\tb\", ranks: [3]}\n", 13, 12, "\"a\\x09b\"");
+    expect_err(HEAD WORKERS "groups:\n  - {name: \"a\\0b\", ranks: [3]}\n", 13, 12, "NUL byte");
 }
 
 static void
@@ -341,8 +340,8 @@ test_err_bad_url(void)
 
     expect_err("coordinator: {url: http://c:7000}\n" WORKERS, 1, 20,
                "bad \"url\": URL \"http://c:7000\" must start with tcp://");
-    expect_err(HEAD "workers:\n  - {name: a, url: tcp://a, data_url: tcp://a:2, ranks: 1}\n", 4,
-               20, "needs host:port");
+    expect_err(HEAD "workers:\n  - {name: a, url: tcp://a, data_url: tcp://a:2, ranks: 1}\n", 4, 20,
+               "needs host:port");
     expect_err(HEAD "workers:\n  - {name: a, url: tcp://a:1, data_url: tcp://a:65536, ranks: 1}\n",
                4, 41, "bad \"data_url\": URL \"tcp://a:65536\" has a bad port");
     expect_err(HEAD "workers:\n  - {name: a, url: tcp://a:1, data_url: tcp://:1, ranks: 1}\n", 4,
@@ -392,8 +391,8 @@ test_err_worker_name(void)
 {
     char y[512], name[65];
 
-    expect_err(HEAD "workers:\n  - {name: a b, url: tcp://a:1, data_url: tcp://a:2, ranks: 1}\n",
-               4, 12, "bad worker name \"a b\"");
+    expect_err(HEAD "workers:\n  - {name: a b, url: tcp://a:1, data_url: tcp://a:2, ranks: 1}\n", 4,
+               12, "bad worker name \"a b\"");
     memset(name, 'w', 64);
     name[64] = '\0';
     snprintf(y, sizeof(y),
@@ -479,14 +478,20 @@ test_check_worker_name(void)
 static void
 test_check_url(void)
 {
-    static const char *const good[] = {"tcp://h:1", "tcp://127.0.0.1:7000", "tcp://h:0",
-                                       "tcp://h:65535", "tls+tcp://a.b-c_d:443", "tcp://[::1]:7",
-                                       "ipc:///tmp/a2a.sock", "inproc://x", NULL};
-    static const char *const bad[] = {"", "http://h:1", "tcp://h", "tcp://h:", "tcp://:1",
-                                      "tcp://h:65536", "tcp://h:1x", "tcp://h:-1",
-                                      "tcp://h:123456", "tcp://a:b:1", "tcp://h:1/x",
-                                      "tcp://[::1:7", "tcp://[]:7", "ipc://", "inproc://",
-                                      "tcp://h :1", "TCP://h:1", "tcp://h:1\n", NULL};
+    static const char *const good[] = {"tcp://h:1",
+                                       "tcp://127.0.0.1:7000",
+                                       "tcp://h:0",
+                                       "tcp://h:65535",
+                                       "tls+tcp://a.b-c_d:443",
+                                       "tcp://[::1]:7",
+                                       "ipc:///tmp/a2a.sock",
+                                       "inproc://x",
+                                       NULL};
+    static const char *const bad[] = {
+        "",           "http://h:1", "tcp://h",        "tcp://h:",    "tcp://:1",    "tcp://h:65536",
+        "tcp://h:1x", "tcp://h:-1", "tcp://h:123456", "tcp://a:b:1", "tcp://h:1/x", "tcp://[::1:7",
+        "tcp://[]:7", "ipc://",     "inproc://",      "tcp://h :1",  "TCP://h:1",   "tcp://h:1\n",
+        NULL};
     char err[512];
     size_t i;
 
