@@ -552,25 +552,35 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
 {
     int64_t deadline = rpc_now_ms() + timeout_ms;
     uint64_t num = g->next_op[c->lidx];
+    eng_op *op = op_get(e, g, num, 1);
     const eng_failed *h = group_history(g, num);
-    eng_op *op = h == NULL ? op_get(e, g, num, 1) : NULL;
     eng_pair *todo;
     uint8_t *buf = NULL;
     size_t ntodo;
     a2a_status st;
 
     g->next_op[c->lidx]++; /* this call is operation num, whatever happens to it */
-    if (h != NULL)
+    if (op == NULL && h != NULL)
         return eng_err(err, errlen, h->status, "%s", h->msg);
     if (op == NULL)
-        return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
+                       "operation %llu on group \"%s\" is more than %d operations ahead of "
+                       "another rank of this worker, which has not called yet",
+                       (unsigned long long)num, g->name, ENGINE_OP_WINDOW);
+    if (op->status != A2A_OK) { /* failed before this rank came: a latecomer */
+        eng_err(err, errlen, op->status, "%s", op->msg);
+        op->arrived++;
+        st = op->status;
+        op_release(e, op);
+        return st;
+    }
     if ((todo = calloc(2 * g->n, sizeof(*todo))) == NULL) {
         op->arrived++;
         op_release(e, op);
         return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     c->op = op;
-    ntodo = op->status == A2A_OK ? call_arrive(e, c, todo) : (op->arrived++, 0);
+    ntodo = call_arrive(e, c, todo);
     for (size_t i = 0; i < ntodo && op->status == A2A_OK; i++)
         copy_local(e, op, todo[i], &buf);
     call_wait(e, c, deadline, timeout_ms);

@@ -309,6 +309,8 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
     if (op == NULL) {
         if (f->type == FRAME_READY && (h = group_history(g, f->id.op)) != NULL)
             reply_abort(e, p, f, h->status, h->msg);
+        else if (f->type == FRAME_ABORT) /* for latecomers beyond the window */
+            history_add(g, f->id.op, f->status, f->message);
         return;
     }
     switch (f->type) {
