@@ -441,6 +441,11 @@ m_destroy(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
     else {
         rgroup_fini(g);
         *g = c->rgroups[--c->nrgroups];
+        for (size_t i = 0; i < c->nepochs; i++) /* a new group of that name gets a new epoch */
+            if (strcmp(c->epochs[i].name, req.name) == 0) {
+                c->epochs[i] = c->epochs[--c->nepochs];
+                break;
+            }
         log_info("destroyed group \"%s\"", req.name);
     }
     pthread_mutex_unlock(&c->mtx);

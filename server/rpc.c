@@ -464,7 +464,9 @@ rpc_client_free(rpc_client *c)
 {
     if (c == NULL)
         return;
-    nng_close(c->sock);
+    nng_close(c->sock); /* returns once the pipes, and their callbacks, are done */
+    pthread_mutex_lock(&c->mtx); /* orders the last callback's writes before the free */
+    pthread_mutex_unlock(&c->mtx);
     pthread_mutex_destroy(&c->mtx);
     pthread_cond_destroy(&c->cv);
     free(c);

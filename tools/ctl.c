@@ -157,6 +157,19 @@ print_health(const ctl *c, const uint8_t *rep, size_t len)
     return 0;
 }
 
+static int
+print_destroyed(const ctl *c, const char *name)
+{
+    if (c->json) {
+        printf("{\"destroyed\":");
+        json_str(name);
+        printf("}\n");
+    } else {
+        printf("destroyed %s\n", name);
+    }
+    return 0;
+}
+
 /* parse_ranks reads world ranks from argv; -1 with a message on a bad one. */
 static int
 parse_ranks(int64_t *ranks, int n, char **argv)
@@ -231,7 +244,7 @@ run(ctl *c, int argc, char **argv)
     else if (strcmp(method, "ListGroups") == 0)
         rc = print_groups(c, rep, replen);
     else if (strcmp(method, "DestroyGroup") == 0)
-        rc = (printf(c->json ? "{\"destroyed\":\"%s\"}\n" : "destroyed %s\n", argv[1]), 0);
+        rc = print_destroyed(c, argv[1]);
     else
         rc = print_group(c, rep, replen);
     free(rep);
@@ -256,7 +269,13 @@ main(int argc, char **argv)
         switch (ch) {
         case 'c': url = optarg; break;
         case 'j': c.json = 1; break;
-        case 't': c.timeout_ms = atoll(optarg); break;
+        case 't': {
+            char *end;
+            c.timeout_ms = strtoll(optarg, &end, 10);
+            if (end == optarg || *end != '\0')
+                c.timeout_ms = -1;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -15,10 +15,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(c)                                                                                  \
-    do {                                                                                          \
-        if (!(c))                                                                                 \
-            abort();                                                                              \
+#define CHECK(c)     \
+    do {             \
+        if (!(c))    \
+            abort(); \
     } while (0)
 
 static int

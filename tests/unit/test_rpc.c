@@ -270,8 +270,7 @@ caller_main(void *arg)
         uint8_t *reply = NULL;
         size_t len = 0;
         int n = snprintf(body, sizeof(body), "caller %d call %d", k->idx, i);
-        k->last = rpc_call(c, "Echo", body, (size_t)n, 10000, &reply, &len, k->err,
-                           sizeof(k->err));
+        k->last = rpc_call(c, "Echo", body, (size_t)n, 10000, &reply, &len, k->err, sizeof(k->err));
         if (k->last == A2A_OK && len == (size_t)n && memcmp(reply, body, len) == 0)
             k->ok++;
         free(reply);
@@ -439,8 +438,7 @@ test_remote_failure(void)
     CU_ASSERT_EQUAL(len, 0);
     CU_ASSERT_EQUAL(atomic_load(&fail_calls) - before, 1);
     /* a handler's own INVALID_ARGUMENT */
-    CU_ASSERT_EQUAL(call_str(c, "Sleep", NULL, 5000, err, sizeof(err)),
-                    A2A_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(call_str(c, "Sleep", NULL, 5000, err, sizeof(err)), A2A_ERR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "Sleep wants"));
     rpc_client_free(c);
     stop_server(s);
@@ -524,9 +522,13 @@ test_malformed_request(void)
     } bad[] = {
         {"garbage, not msgpack", 20},
         {"\xc1", 1},
-        {"\x94\xa4" "Echo\x01", 7},    /* truncated */
-        {"\xdd\xff\xff\xff\xff", 5},    /* a huge array */
-        {"\x93\xa4" "Echo\x01\x01", 8}, /* three fields */
+        {"\x94\xa4"
+         "Echo\x01",
+         7},                         /* truncated */
+        {"\xdd\xff\xff\xff\xff", 5}, /* a huge array */
+        {"\x93\xa4"
+         "Echo\x01\x01",
+         8}, /* three fields */
         {"", 0},
     };
     rpc_server *s = start_server(LOCAL_URL, 4);
@@ -557,8 +559,11 @@ test_malformed_request(void)
 
     /* and a well-formed envelope on a raw socket gets a well-formed reply */
     {
-        wire_request req = {.method = "Echo", .id = 77, .timeout_ms = 1000,
-                            .body = (const uint8_t *)"raw", .body_len = 3};
+        wire_request req = {.method = "Echo",
+                            .id = 77,
+                            .timeout_ms = 1000,
+                            .body = (const uint8_t *)"raw",
+                            .body_len = 3};
         wire_reply rep;
         msgpack_sbuffer sb;
         nng_socket raw;
@@ -571,9 +576,9 @@ test_malformed_request(void)
         CU_ASSERT_EQUAL_FATAL(nng_dial(raw, rpc_server_url(s), NULL, 0), 0);
         CU_ASSERT_EQUAL(raw_req(raw, sb.data, sb.size, &reply), 0);
         if (reply != NULL) {
-            CU_ASSERT_EQUAL(wire_reply_decode(&rep, nng_msg_body(reply), nng_msg_len(reply),
-                                              err, sizeof(err)),
-                            0);
+            CU_ASSERT_EQUAL(
+                wire_reply_decode(&rep, nng_msg_body(reply), nng_msg_len(reply), err, sizeof(err)),
+                0);
             CU_ASSERT_EQUAL(rep.id, 77);
             CU_ASSERT_EQUAL(rep.status, A2A_OK);
             CU_ASSERT_EQUAL(rep.body_len, 3);
@@ -620,8 +625,8 @@ test_connection_lost(void)
     CU_ASSERT_EQUAL(st, A2A_ERR_UNAVAILABLE);
     CU_ASSERT(dt >= 150 && dt < 2000);
     if (st != A2A_ERR_UNAVAILABLE || dt >= 2000)
-        fprintf(stderr, "\n  lost call: %s after %lld ms: %s\n", a2a_status_name(st),
-                (long long)dt, err);
+        fprintf(stderr, "\n  lost call: %s after %lld ms: %s\n", a2a_status_name(st), (long long)dt,
+                err);
     atomic_store(&stop_sleeping, 1);
     pthread_join(t, NULL);
     atomic_store(&stop_sleeping, 0);

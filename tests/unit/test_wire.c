@@ -149,11 +149,8 @@ decode_kind(enum kind k, const void *buf, size_t len, char *err, size_t errlen)
         rc = wire_health_decode(&h, copy, len, err, errlen);
         break;
     }
-    case K_EMPTY:
-        rc = wire_empty_decode(copy, len, err, errlen);
-        break;
-    default:
-        CU_FAIL("bad kind");
+    case K_EMPTY: rc = wire_empty_decode(copy, len, err, errlen); break;
+    default: CU_FAIL("bad kind");
     }
     free(copy);
     if (rc != 0)
@@ -208,14 +205,17 @@ encode_valid(enum kind k, msgpack_sbuffer *sb)
 
     switch (k) {
     case K_REQUEST: {
-        wire_request r = {.method = "Echo", .id = 42, .timeout_ms = 1000, .body = body,
-                          .body_len = sizeof(body)};
+        wire_request r = {
+            .method = "Echo", .id = 42, .timeout_ms = 1000, .body = body, .body_len = sizeof(body)};
         rc = wire_request_encode(sb, &r);
         break;
     }
     case K_REPLY: {
-        wire_reply r = {.id = 42, .status = A2A_ERR_NOT_FOUND, .message = "no such group",
-                        .body = body, .body_len = sizeof(body)};
+        wire_reply r = {.id = 42,
+                        .status = A2A_ERR_NOT_FOUND,
+                        .message = "no such group",
+                        .body = body,
+                        .body_len = sizeof(body)};
         rc = wire_reply_encode(sb, &r);
         break;
     }
@@ -232,8 +232,12 @@ encode_valid(enum kind k, msgpack_sbuffer *sb)
         break;
     }
     case K_HEALTH: {
-        wire_health h = {.service = "worker", .name = "node-a", .world_size = 4, .groups = 2,
-                         .uptime_ms = 12345, .config = "/etc/a2a.yaml"};
+        wire_health h = {.service = "worker",
+                         .name = "node-a",
+                         .world_size = 4,
+                         .groups = 2,
+                         .uptime_ms = 12345,
+                         .config = "/etc/a2a.yaml"};
         rc = wire_health_encode(sb, &h);
         break;
     }
@@ -257,8 +261,7 @@ request_round_trip(const char *method, uint64_t id, uint64_t timeout, const uint
     snprintf(in.method, sizeof(in.method), "%s", method);
     msgpack_sbuffer_init(&sb);
     CU_ASSERT_EQUAL_FATAL(wire_request_encode(&sb, &in), 0);
-    CU_ASSERT_EQUAL(wire_request_decode(&out, (const uint8_t *)sb.data, sb.size, err,
-                                        sizeof(err)),
+    CU_ASSERT_EQUAL(wire_request_decode(&out, (const uint8_t *)sb.data, sb.size, err, sizeof(err)),
                     0);
     CU_ASSERT_STRING_EQUAL(out.method, method);
     CU_ASSERT_EQUAL(out.id, id);
@@ -294,8 +297,7 @@ test_request_round_trip(void)
 }
 
 static void
-reply_round_trip(uint64_t id, a2a_status st, const char *message, const uint8_t *body,
-                 size_t len)
+reply_round_trip(uint64_t id, a2a_status st, const char *message, const uint8_t *body, size_t len)
 {
     wire_reply in = {.id = id, .status = st, .body = body, .body_len = len};
     wire_reply out;
@@ -305,8 +307,8 @@ reply_round_trip(uint64_t id, a2a_status st, const char *message, const uint8_t 
     snprintf(in.message, sizeof(in.message), "%s", message);
     msgpack_sbuffer_init(&sb);
     CU_ASSERT_EQUAL_FATAL(wire_reply_encode(&sb, &in), 0);
-    CU_ASSERT_EQUAL(
-        wire_reply_decode(&out, (const uint8_t *)sb.data, sb.size, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(wire_reply_decode(&out, (const uint8_t *)sb.data, sb.size, err, sizeof(err)),
+                    0);
     CU_ASSERT_EQUAL(out.id, id);
     CU_ASSERT_EQUAL(out.status, st);
     CU_ASSERT_STRING_EQUAL(out.message, message);
@@ -348,9 +350,8 @@ test_group_name_round_trip(void)
         wire_group_name g;
         msgpack_sbuffer_init(&sb);
         CU_ASSERT_EQUAL_FATAL(wire_group_name_encode(&sb, name), 0);
-        CU_ASSERT_EQUAL(wire_group_name_decode(&g, (const uint8_t *)sb.data, sb.size, err,
-                                               sizeof(err)),
-                        0);
+        CU_ASSERT_EQUAL(
+            wire_group_name_decode(&g, (const uint8_t *)sb.data, sb.size, err, sizeof(err)), 0);
         CU_ASSERT_STRING_EQUAL(g.name, name);
         msgpack_sbuffer_destroy(&sb);
     }
@@ -514,8 +515,8 @@ test_health_round_trip(void)
     memset(&in, 0, sizeof(in));
     msgpack_sbuffer_init(&sb);
     CU_ASSERT_EQUAL_FATAL(wire_health_encode(&sb, &in), 0);
-    CU_ASSERT_EQUAL(
-        wire_health_decode(&out, (const uint8_t *)sb.data, sb.size, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(wire_health_decode(&out, (const uint8_t *)sb.data, sb.size, err, sizeof(err)),
+                    0);
     CU_ASSERT_STRING_EQUAL(out.service, "");
     msgpack_sbuffer_destroy(&sb);
 }
@@ -674,8 +675,8 @@ test_wrong_field_count(void)
         enum kind k;
         unsigned bad[3];
     } cases[] = {
-        {K_REQUEST, {0, 3, 5}}, {K_REPLY, {0, 3, 5}},  {K_GROUP_NAME, {0, 2, 3}},
-        {K_CREATE, {0, 1, 3}},  {K_GROUP, {0, 2, 4}},  {K_HEALTH, {0, 5, 7}},
+        {K_REQUEST, {0, 3, 5}}, {K_REPLY, {0, 3, 5}}, {K_GROUP_NAME, {0, 2, 3}},
+        {K_CREATE, {0, 1, 3}},  {K_GROUP, {0, 2, 4}}, {K_HEALTH, {0, 5, 7}},
         {K_EMPTY, {1, 2, 16}},
     };
     mbuf b;
@@ -901,8 +902,9 @@ pack_group(mbuf *b, int bad)
 static void
 test_wrong_field_types_group(void)
 {
-    static const char *const want[] = {NULL,     "epoch",  "members", "no members", "member",
-                                       "negative", "member rank", "worker", "url", "data_url"};
+    static const char *const want[] = {NULL,     "epoch",    "members",     "no members",
+                                       "member", "negative", "member rank", "worker",
+                                       "url",    "data_url"};
     mbuf b;
 
     mb_init(&b);
@@ -1161,8 +1163,9 @@ test_nul_in_string(void)
 static void
 test_reply_status_range(void)
 {
-    const uint64_t bad[] = {A2A_STATUS_COUNT, 11, 127, 255, 65536, (uint64_t)INT64_MAX,
-                            (uint64_t)INT64_MAX + 1, UINT64_MAX};
+    const uint64_t bad[] = {
+        A2A_STATUS_COUNT,        11,        127, 255, 65536, (uint64_t)INT64_MAX,
+        (uint64_t)INT64_MAX + 1, UINT64_MAX};
     mbuf b;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -1191,10 +1194,10 @@ test_huge_headers(void)
         const char *bytes;
         size_t len;
     } heads[] = {
-        {"\xdd\xff\xff\xff\xff", 5}, /* array32 of 2^32-1 */
-        {"\xdf\xff\xff\xff\xff", 5}, /* map32 */
-        {"\xdb\xff\xff\xff\xff", 5}, /* str32 */
-        {"\xc6\xff\xff\xff\xff", 5}, /* bin32 */
+        {"\xdd\xff\xff\xff\xff", 5},     /* array32 of 2^32-1 */
+        {"\xdf\xff\xff\xff\xff", 5},     /* map32 */
+        {"\xdb\xff\xff\xff\xff", 5},     /* str32 */
+        {"\xc6\xff\xff\xff\xff", 5},     /* bin32 */
         {"\xc9\xff\xff\xff\xff\x01", 6}, /* ext32 */
         {"\xdc\xff\xff", 3},             /* array16 */
         {"\xde\xff\xff", 3},             /* map16 */
@@ -1255,8 +1258,7 @@ test_depth(void)
         nest(&b, deep[d]);
         msgpack_zone_init(&zone, 256);
         CU_ASSERT_NOT_EQUAL(
-            wire_parse(&root, &zone, (const uint8_t *)b.sb.data, b.sb.size, err, sizeof(err)),
-            0);
+            wire_parse(&root, &zone, (const uint8_t *)b.sb.data, b.sb.size, err, sizeof(err)), 0);
         msgpack_zone_destroy(&zone);
         for (int k = 0; k < K_COUNT; k++)
             expect_fail_mb((enum kind)k, &b, NULL);
@@ -1316,12 +1318,18 @@ test_ext_types(void)
         const char *bytes;
         size_t len;
     } exts[] = {
-        {"\xd4\x01\x41", 3},                     /* fixext1 */
-        {"\xd5\x01\x41\x42", 4},                 /* fixext2 */
-        {"\xd6\xff\x00\x00\x00\x00", 6},         /* timestamp32 */
-        {"\xc7\x04\x05" "Echo", 7},              /* ext8 */
-        {"\xc8\x00\x04\x05" "Echo", 8},          /* ext16 */
-        {"\xc9\x00\x00\x00\x04\x05" "Echo", 10}, /* ext32 */
+        {"\xd4\x01\x41", 3},             /* fixext1 */
+        {"\xd5\x01\x41\x42", 4},         /* fixext2 */
+        {"\xd6\xff\x00\x00\x00\x00", 6}, /* timestamp32 */
+        {"\xc7\x04\x05"
+         "Echo",
+         7}, /* ext8 */
+        {"\xc8\x00\x04\x05"
+         "Echo",
+         8}, /* ext16 */
+        {"\xc9\x00\x00\x00\x04\x05"
+         "Echo",
+         10}, /* ext32 */
     };
     for (size_t e = 0; e < sizeof(exts) / sizeof(exts[0]); e++) {
         mbuf b;
