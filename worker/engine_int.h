@@ -43,6 +43,7 @@ struct eng_peer {
     const cfg_worker *w;
     nng_stream *out;
     pthread_t sender;
+    int started;          /* the sender thread runs */
     pthread_cond_t cv;    /* work for the sender */
     eng_ctl *ctl_head, *ctl_tail;
     eng_send *sends;      /* round robin */

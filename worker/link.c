@@ -259,10 +259,11 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
             ;
         *pp = s;
     }
+    uint64_t addr = s->addr + f.offset; /* s may be dropped while unlocked, unless last */
     c->pins++;
     pthread_mutex_unlock(&e->mtx);
     msgpack_sbuffer_init(&sb);
-    rv = xfer_read(c->pid, s->addr + f.offset, x->buf, k);
+    rv = xfer_read(c->pid, addr, x->buf, k);
     if (rv == 0 && encode_frame(&sb, &f, k) == 0)
         rv = -send_bytes(p->out, x, sb.data, sb.size, x->buf, k);
     msgpack_sbuffer_destroy(&sb);
@@ -574,14 +575,19 @@ link_start(engine *e, char *err, size_t errlen)
         snprintf(e->data_url, sizeof(e->data_url), "%.*s:%d", (int)(colon - url), url, port);
     if (pthread_create(&e->acceptor, NULL, acceptor_thread, e) != 0) {
         snprintf(err, errlen, "cannot start threads");
+        nng_stream_listener_free(e->listener);
+        e->listener = NULL; /* link_stop has nothing to stop */
         return -1;
     }
-    for (size_t i = 0; i < e->npeers; i++)
-        if (&e->cfg->workers[i] != e->self &&
-            pthread_create(&e->peers[i].sender, NULL, sender_thread, &e->peers[i]) != 0) {
+    for (size_t i = 0; i < e->npeers; i++) {
+        if (&e->cfg->workers[i] == e->self)
+            continue;
+        if (pthread_create(&e->peers[i].sender, NULL, sender_thread, &e->peers[i]) != 0) {
             snprintf(err, errlen, "cannot start threads");
             return -1;
         }
+        e->peers[i].started = 1;
+    }
     return 0;
 }
 
@@ -604,7 +610,7 @@ link_stop(engine *e)
     nng_stream_listener_close(e->listener);
     pthread_join(e->acceptor, NULL);
     for (size_t i = 0; i < e->npeers; i++)
-        if (&e->cfg->workers[i] != e->self)
+        if (e->peers[i].started)
             pthread_join(e->peers[i].sender, NULL);
     pthread_mutex_lock(&e->mtx);
     for (size_t i = 0; i < e->npeers; i++)
