@@ -77,6 +77,7 @@ int
 frame_header_encode(msgpack_sbuffer *sb, const frame *f)
 {
     msgpack_packer pk;
+    size_t start = sb->size;
     int r = 0;
 
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
@@ -115,6 +116,10 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
     default:
         return -1;
     }
+    if (r == 0 && sb->size - start > FRAME_HEADER_MAX)
+        r = -1; /* the peer's frame_prefix_decode would refuse it */
+    if (r != 0)
+        sb->size = start;
     return r ? -1 : 0;
 }
 

@@ -23,7 +23,13 @@
 
 #define FRAME_MAGIC 0x4132414cu /* "A2AL" */
 #define FRAME_PREFIX_LEN 16
-#define FRAME_HEADER_MAX (64u << 10) /* READY frames carry one count per source */
+/*
+ * READY frames carry one (src, count) pair per source on the receiving
+ * worker, up to CFG_MAX_RANKS: at most 3 + 9 bytes a pair, plus the fields.
+ */
+#define FRAME_HEADER_MAX (1u << 20)
+_Static_assert((uint64_t)CFG_MAX_RANKS * 12 + 512 <= FRAME_HEADER_MAX,
+               "a READY for every rank must fit in a frame header");
 #define FRAME_PAYLOAD_MAX (4u << 20)
 #define FRAME_MSG_MAX 1023
 

@@ -81,7 +81,9 @@ link_send_ctl(engine *e, eng_peer *p, const frame *f, eng_op *op)
     if (encode_frame(&sb, f, 0) != 0 || (c = malloc(sizeof(*c) + sb.size)) == NULL) {
         msgpack_sbuffer_destroy(&sb);
         if (op != NULL)
-            op_fail(e, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
+            op_fail(e, op, A2A_ERR_RESOURCE_EXHAUSTED, 1,
+                    "cannot queue a frame of type %d for worker %s (out of memory, or its "
+                    "header is over %u bytes)", f->type, p->w->name, FRAME_HEADER_MAX);
         return;
     }
     c->next = NULL;
@@ -368,7 +370,8 @@ sender_thread(void *arg)
 
 typedef struct {
     nng_aio *aio;
-    uint8_t *hdr;     /* FRAME_HEADER_MAX */
+    uint8_t *hdr;     /* grows up to FRAME_HEADER_MAX */
+    size_t hcap;
     uint8_t *payload; /* grows up to FRAME_PAYLOAD_MAX */
     size_t cap;
 } eng_receiver;
@@ -390,6 +393,15 @@ read_frame(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout
     }
     if (frame_prefix_decode(prefix, &hlen, plen, why, whylen) != 0)
         return -1;
+    if (hlen > x->hcap) { /* most headers are tiny; READY grows with the group */
+        uint8_t *b = realloc(x->hdr, hlen);
+        if (b == NULL) {
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
+        x->hdr = b;
+        x->hcap = hlen;
+    }
     iov = (nng_iov){x->hdr, hlen};
     if ((rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
         snprintf(why, whylen, "%s", nng_strerror(rv));
@@ -482,7 +494,7 @@ receiver_thread(void *arg)
     eng_peer *p = NULL;
     char why[300] = "out of memory";
 
-    if (nng_aio_alloc(&x.aio, NULL, NULL) == 0 && (x.hdr = malloc(FRAME_HEADER_MAX)) != NULL &&
+    if (nng_aio_alloc(&x.aio, NULL, NULL) == 0 &&
         (p = receiver_hello(e, in, &x, why, sizeof(why))) != NULL)
         receiver_loop(e, in, p, &x, why, sizeof(why));
     pthread_mutex_lock(&e->mtx);

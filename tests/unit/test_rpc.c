@@ -167,6 +167,7 @@ test_server_url(void)
     rpc_server *s = start_server(LOCAL_URL, 2);
     rpc_client *c;
     const char *url = rpc_server_url(s);
+    char err[256] = "";
     int port = url_port(url);
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(url);
@@ -175,6 +176,11 @@ test_server_url(void)
     CU_ASSERT_STRING_NOT_EQUAL(url, LOCAL_URL);
     c = start_client(url);
     CU_ASSERT_STRING_EQUAL(rpc_client_url(c), url);
+    /*
+     * A call first: NNG 1.5.2 can leak its dialer when a socket is closed
+     * while the dial is still in progress, which LeakSanitizer reports.
+     */
+    CU_ASSERT_EQUAL(call_str(c, "Echo", "x", 5000, err, sizeof(err)), A2A_OK);
     rpc_client_free(c);
     stop_server(s);
     rpc_server_free(NULL);

@@ -1,0 +1,34 @@
+# exchange.cmake - a2a_all_to_all_v end to end: exchange_check under a2a-launch,
+# and a worker killed and restarted under a running job (test_worker_restart.sh).
+# Included from tests/integration/CMakeLists.txt.
+add_executable(exchange_check ${CMAKE_CURRENT_LIST_DIR}/exchange_check.c)
+target_link_libraries(exchange_check PRIVATE a2a Threads::Threads)
+
+# a2a_exchange_test(MODE SHAPE [ARGS...]): integration.exchange.MODE.SHAPE, SHAPE as WxR.
+function(a2a_exchange_test mode shape)
+  string(REPLACE "x" ";" wr ${shape})
+  list(GET wr 0 workers)
+  list(GET wr 1 rpw)
+  set(name integration.exchange.${mode}.${shape})
+  add_test(NAME ${name}
+    COMMAND $<TARGET_FILE:a2a-launch> --workers ${workers} --ranks-per-worker ${rpw} --
+            $<TARGET_FILE:exchange_check> ${mode} ${ARGN})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS integration
+    FAIL_REGULAR_EXPRESSION "FAILED")
+endfunction()
+
+foreach(shape 1x1 1x4 2x2 4x1 3x2)
+  a2a_exchange_test(random ${shape} 1234 6)
+endforeach()
+a2a_exchange_test(invalid 2x2)
+a2a_exchange_test(mismatch 2x2)
+a2a_exchange_test(mismatch 1x3)
+a2a_exchange_test(threads 2x2)
+a2a_exchange_test(deadline 2x2)
+a2a_exchange_test(deadline 3x1)
+a2a_exchange_test(big 2x2)
+
+add_test(NAME integration.worker_restart
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_worker_restart.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:exchange_check>)
+set_tests_properties(integration.worker_restart PROPERTIES TIMEOUT 120 LABELS integration)
