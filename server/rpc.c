@@ -62,8 +62,37 @@ struct rpc_server {
     void *arg;
     int nthreads;
     rpc_worker *workers;
+    /*
+     * Held shared around every nng_ctx_send/recv call and exclusively by
+     * rpc_server_free around nng_close: NNG 1.5 panics ("pthread_mutex_lock:
+     * Invalid argument" in nni_ctx_rele) when a socket closes while another
+     * thread is inside nng_ctx_send or nng_ctx_recv.
+     */
+    pthread_rwlock_t lk;
+    int closing;
     char url[300];
 };
+
+/* worker_op starts a send (or receive) on w's context unless the server is closing,
+ * waits for it, and returns its result (NNG_ECLOSED when closing). */
+static int
+worker_op(rpc_worker *w, int send)
+{
+    rpc_server *s = w->srv;
+    int closing;
+
+    pthread_rwlock_rdlock(&s->lk);
+    closing = s->closing;
+    if (!closing && send)
+        nng_ctx_send(w->ctx, w->aio);
+    else if (!closing)
+        nng_ctx_recv(w->ctx, w->aio);
+    pthread_rwlock_unlock(&s->lk);
+    if (closing)
+        return NNG_ECLOSED;
+    nng_aio_wait(w->aio);
+    return nng_aio_result(w->aio);
+}
 
 static const rpc_method *
 server_lookup(const rpc_server *s, const char *name)
@@ -96,9 +125,7 @@ server_reply(rpc_worker *w, nng_msg *msg, const wire_request *req, a2a_status st
     }
     msgpack_sbuffer_destroy(&sb);
     nng_aio_set_msg(w->aio, msg);
-    nng_ctx_send(w->ctx, w->aio);
-    nng_aio_wait(w->aio);
-    if (nng_aio_result(w->aio) != 0)
+    if (worker_op(w, 1) != 0)
         nng_msg_free(msg);
 }
 
@@ -140,10 +167,7 @@ server_thread(void *arg)
 {
     rpc_worker *w = arg;
     for (;;) {
-        int rv;
-        nng_ctx_recv(w->ctx, w->aio);
-        nng_aio_wait(w->aio);
-        rv = nng_aio_result(w->aio);
+        int rv = worker_op(w, 0);
         if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
             break;
         if (rv != 0)
@@ -181,7 +205,9 @@ rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, s
     s->methods = methods;
     s->nmethods = nmethods;
     s->arg = arg;
+    pthread_rwlock_init(&s->lk, NULL);
     if ((rv = nng_rep0_open(&s->sock)) != 0) {
+        pthread_rwlock_destroy(&s->lk);
         free(s);
         return rpc_err(err, errlen, A2A_ERR_INTERNAL, "rep socket: %s", nng_strerror(rv));
     }
@@ -189,6 +215,7 @@ rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, s
     if ((rv = nng_listener_create(&s->listener, s->sock, url)) != 0 ||
         (rv = nng_listener_start(s->listener, 0)) != 0) {
         nng_close(s->sock);
+        pthread_rwlock_destroy(&s->lk);
         free(s);
         return rpc_err(err, errlen, rv == NNG_EADDRINUSE ? A2A_ERR_UNAVAILABLE
                                                           : A2A_ERR_INVALID_ARGUMENT,
@@ -224,7 +251,10 @@ rpc_server_free(rpc_server *s)
 {
     if (s == NULL)
         return;
+    pthread_rwlock_wrlock(&s->lk);
+    s->closing = 1;
     nng_close(s->sock);
+    pthread_rwlock_unlock(&s->lk);
     for (int i = 0; s->workers != NULL && i < s->nthreads; i++) {
         rpc_worker *w = &s->workers[i];
         if (w->started)
@@ -233,6 +263,7 @@ rpc_server_free(rpc_server *s)
             nng_aio_free(w->aio);
     }
     free(s->workers);
+    pthread_rwlock_destroy(&s->lk);
     free(s);
 }
 
@@ -251,6 +282,8 @@ struct rpc_client {
     pthread_cond_t cv;
     int pipes;              /* connections up */
     rpc_inflight *inflight; /* calls waiting, failed when the last pipe goes */
+    int calls;              /* calls inside rpc_call */
+    int closing;            /* rpc_client_free has begun */
     atomic_uint_fast64_t next_id;
     char url[300];
 };
@@ -322,7 +355,7 @@ client_wait_pipe(rpc_client *c, int64_t deadline)
 {
     int up;
     pthread_mutex_lock(&c->mtx);
-    while (c->pipes == 0) {
+    while (c->pipes == 0 && !c->closing) {
         int64_t now = rpc_now_ms();
         struct timespec ts;
         if (now >= deadline)
@@ -341,11 +374,15 @@ client_wait_pipe(rpc_client *c, int64_t deadline)
     return up ? 0 : -1;
 }
 
-static void
+/* client_track adds or removes a call's aio; adding fails once the client is closing. */
+static int
 client_track(rpc_client *c, rpc_inflight *f, int add)
 {
+    int rc = 0;
     pthread_mutex_lock(&c->mtx);
-    if (add) {
+    if (add && c->closing) {
+        rc = -1;
+    } else if (add) {
         f->next = c->inflight;
         c->inflight = f;
     } else {
@@ -356,6 +393,7 @@ client_track(rpc_client *c, rpc_inflight *f, int add)
             }
     }
     pthread_mutex_unlock(&c->mtx);
+    return rc;
 }
 
 /* client_exchange sends msg (owned from here on) on ctx and waits for the reply. */
@@ -366,7 +404,10 @@ client_exchange(rpc_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *msg, int64_t 
     rpc_inflight f = {.aio = aio};
     int rv;
 
-    client_track(c, &f, 1);
+    if (client_track(c, &f, 1) != 0) {
+        nng_msg_free(msg);
+        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
+    }
     nng_aio_set_msg(aio, msg);
     nng_aio_set_timeout(aio, (nng_duration)(deadline - rpc_now_ms() > 0 ? deadline - rpc_now_ms() : 0));
     nng_ctx_send(ctx, aio);
@@ -417,9 +458,39 @@ client_unpack(rpc_client *c, nng_msg *msg, uint64_t id, uint8_t **reply, size_t 
     return A2A_OK;
 }
 
+static a2a_status rpc_call_counted(rpc_client *c, const char *method, const void *body,
+                                   size_t len, int64_t timeout_ms, uint8_t **reply,
+                                   size_t *reply_len, char *err, size_t errlen);
+
 a2a_status
 rpc_call(rpc_client *c, const char *method, const void *body, size_t len, int64_t timeout_ms,
          uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
+{
+    a2a_status st;
+
+    *reply = NULL;
+    *reply_len = 0;
+    if (strlen(method) > WIRE_METHOD_MAX)
+        return rpc_err(err, errlen, A2A_ERR_INVALID_ARGUMENT, "method name \"%.16s...\" is "
+                       "longer than %d bytes", method, WIRE_METHOD_MAX);
+    pthread_mutex_lock(&c->mtx);
+    if (c->closing) {
+        pthread_mutex_unlock(&c->mtx);
+        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
+    }
+    c->calls++;
+    pthread_mutex_unlock(&c->mtx);
+    st = rpc_call_counted(c, method, body, len, timeout_ms, reply, reply_len, err, errlen);
+    pthread_mutex_lock(&c->mtx);
+    if (--c->calls == 0)
+        pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mtx);
+    return st;
+}
+
+static a2a_status
+rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len,
+                 int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
 {
     int64_t start = rpc_now_ms(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0);
     int64_t wait = timeout_ms < RPC_CONNECT_WAIT_MS ? timeout_ms : RPC_CONNECT_WAIT_MS;
@@ -464,6 +535,18 @@ rpc_client_free(rpc_client *c)
 {
     if (c == NULL)
         return;
+    /* Fail the calls in flight and wait until none is inside NNG: NNG 1.5 must not see
+     * the socket close under a thread in nng_ctx_send/recv. */
+    pthread_mutex_lock(&c->mtx);
+    c->closing = 1;
+    for (rpc_inflight *f = c->inflight; f != NULL; f = f->next) {
+        f->lost = 1;
+        nng_aio_cancel(f->aio);
+    }
+    pthread_cond_broadcast(&c->cv);
+    while (c->calls > 0)
+        pthread_cond_wait(&c->cv, &c->mtx);
+    pthread_mutex_unlock(&c->mtx);
     nng_close(c->sock); /* returns once the pipes, and their callbacks, are done */
     pthread_mutex_lock(&c->mtx); /* orders the last callback's writes before the free */
     pthread_mutex_unlock(&c->mtx);
