@@ -236,14 +236,14 @@ stop_range(int from, int to, int ms)
 
 /* wait_url waits until service p printed its URL; 0, or -1 when it died or took too long. */
 static int
-wait_url(proc *p, int ms)
+wait_url(proc *p, int ms, int show)
 {
     int64_t end = now_ms() + ms;
     while (p->url[0] == '\0' && !interrupted) {
         reap();
         if (p->reaped || now_ms() >= end)
             return -1;
-        pump(20, 1);
+        pump(20, show);
     }
     return p->url[0] ? 0 : -1;
 }
@@ -264,8 +264,9 @@ write_config(const char *path, int workers, int rpw, const int *ports)
     return fclose(f);
 }
 
+/* start_services starts the coordinator and the workers; quiet: no message on failure. */
 static int
-start_services(int workers, char *cfg)
+start_services(int workers, char *cfg, int quiet)
 {
     char coord[PATH_MAX], worker[PATH_MAX], name[32], label[48];
     char *loglevel = getenv("A2A_LOG_LEVEL") ? NULL : "A2A_LOG_LEVEL=warn";
@@ -275,8 +276,9 @@ start_services(int workers, char *cfg)
     sibling(coord, sizeof(coord), "a2a-coordinator");
     sibling(worker, sizeof(worker), "a2a-worker");
     char *cargv[] = {coord, "--config", cfg, NULL};
-    if ((p = spawn(cargv, env, "coordinator", 1)) == NULL || wait_url(p, 10000) != 0) {
-        fprintf(stderr, "a2a-launch: the coordinator (%s) did not start\n", coord);
+    if ((p = spawn(cargv, env, "coordinator", 1)) == NULL || wait_url(p, 10000, !quiet) != 0) {
+        if (!quiet)
+            fprintf(stderr, "a2a-launch: the coordinator (%s) did not start\n", coord);
         return -1;
     }
     for (int w = 0; w < workers; w++) {
@@ -289,8 +291,9 @@ start_services(int workers, char *cfg)
         }
     }
     for (int w = 0; w < workers; w++)
-        if (wait_url(&procs[1 + w], 10000) != 0) {
-            fprintf(stderr, "a2a-launch: worker w%d (%s) did not start\n", w, worker);
+        if (wait_url(&procs[1 + w], 10000, !quiet) != 0) {
+            if (!quiet)
+                fprintf(stderr, "a2a-launch: worker w%d (%s) did not start\n", w, worker);
             return -1;
         }
     return 0;
@@ -408,10 +411,19 @@ main(int argc, char **argv)
         return 1;
     }
     snprintf(cfg, sizeof(cfg), "%s/cluster.yaml", tmpdir);
-    if (free_ports(1 + 2 * workers, ports) != 0 || write_config(cfg, workers, rpw, ports) != 0)
-        fprintf(stderr, "a2a-launch: cannot write %s: %s\n", cfg, strerror(errno));
-    else if (start_services(workers, cfg) == 0)
-        status = run_ranks(workers, rpw, argv + optind, grace ? atoi(grace) : 3000);
+    /* A free port can be taken by someone else before a service binds it: try again. */
+    for (int attempt = 0; attempt < 5 && !interrupted; attempt++) {
+        if (free_ports(1 + 2 * workers, ports) != 0 || write_config(cfg, workers, rpw, ports) != 0) {
+            fprintf(stderr, "a2a-launch: cannot write %s: %s\n", cfg, strerror(errno));
+            break;
+        }
+        if (start_services(workers, cfg, attempt < 4) == 0) {
+            status = run_ranks(workers, rpw, argv + optind, grace ? atoi(grace) : 3000);
+            break;
+        }
+        stop_range(0, nprocs, 5000);
+        nprocs = 0;
+    }
     if (interrupted && status == 1)
         status = 128 + interrupted;
     stop_range(0, nprocs, 5000);

@@ -46,6 +46,7 @@ struct a2a_job {
     rpc_client *cli;
     wire_job_id id; /* id.nonce is what the worker reads back from this process */
     int64_t op_timeout_ms;
+    char worker[CFG_WORKER_NAME_MAX + 1]; /* its name, from Hello */
     pthread_mutex_t mtx;
     job_err *errs;
     job_group *groups;
@@ -122,7 +123,9 @@ call(a2a_job *job, const char *method, msgpack_sbuffer *req, int64_t timeout_ms,
     char err[1024];
     a2a_status st = rpc_call(job->cli, method, req->data, req->size, timeout_ms, rep, replen,
                              err, sizeof(err));
-    if (st != A2A_OK)
+    if (st == A2A_ERR_UNAVAILABLE && job->worker[0] != '\0' && strstr(err, "worker ") != err)
+        job_fail(job, st, "worker %s: %s", job->worker, err);
+    else if (st != A2A_OK)
         job_fail(job, st, "%s", err);
     return st;
 }
@@ -147,8 +150,10 @@ job_hello(a2a_job *job, const char *url)
         st = job_fail(job, A2A_ERR_PERMISSION_DENIED,
                       "worker %s at %s cannot reach this process's memory: run the job on the "
                       "worker's host, as the same user", h.worker, url);
-    else if (st == A2A_OK) /* let the worker read and write us, also where ptrace is restricted */
+    else if (st == A2A_OK) { /* let the worker read and write us, also where ptrace is restricted */
         prctl(PR_SET_PTRACER, (unsigned long)h.pid, 0, 0, 0);
+        snprintf(job->worker, sizeof(job->worker), "%s", h.worker);
+    }
     free(rep);
     return st;
 }
@@ -512,14 +517,14 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
     memcpy(w.counts + w.n, args->send_displacements, w.n * sizeof(int64_t));
     memcpy(w.counts + 2 * w.n, args->recv_counts, w.n * sizeof(int64_t));
     memcpy(w.counts + 3 * w.n, args->recv_displacements, w.n * sizeof(int64_t));
-    if ((st = args_check(w.n, (int64_t)args->dtype, args->send_len, args->recv_len, w.counts, why,
+    if ((st = args_check(w.n, (int64_t)(int)args->dtype, args->send_len, args->recv_len, w.counts, why,
                          sizeof(why))) != A2A_OK) {
         free(w.counts);
         return job_fail(job, st, "%s", why);
     }
     w.job = job->id;
     snprintf(w.group, sizeof(w.group), "%s", group);
-    w.dtype = (int64_t)args->dtype;
+    w.dtype = (int64_t)(int)args->dtype;
     w.timeout_ms = args->timeout_ms > 0 ? args->timeout_ms : job->op_timeout_ms;
     w.send_addr = (uint64_t)(uintptr_t)args->send_data;
     w.send_len = args->send_len;

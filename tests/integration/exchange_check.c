@@ -182,7 +182,8 @@ check_guard(const uint8_t *buf, int64_t len, size_t esize, int64_t n, const int6
         for (int64_t b = pos * (int64_t)esize; b < v[i].d * (int64_t)esize; b++)
             if (buf[b] != GUARD) {
                 say("%s: byte %" PRId64 " of the receive buffer (outside every receive slice) "
-                    "changed from 0x%02x to 0x%02x", what, b, GUARD, buf[b]);
+                    "changed from 0x%02x to 0x%02x",
+                    what, b, GUARD, buf[b]);
                 bad = 1;
                 break;
             }
@@ -222,10 +223,16 @@ run_op(op_spec *s)
                 memcpy(p, &h, 4);
             }
         }
-    a2a_alltoallv_args a = {.group = g->name, .dtype = s->dtype, .send_data = send,
-                            .send_len = (size_t)slen, .send_counts = s->sc,
-                            .send_displacements = sd, .recv_data = recv, .recv_len = (size_t)rlen,
-                            .recv_counts = s->rc, .recv_displacements = rd,
+    a2a_alltoallv_args a = {.group = g->name,
+                            .dtype = s->dtype,
+                            .send_data = send,
+                            .send_len = (size_t)slen,
+                            .send_counts = s->sc,
+                            .send_displacements = sd,
+                            .recv_data = recv,
+                            .recv_len = (size_t)rlen,
+                            .recv_counts = s->rc,
+                            .recv_displacements = rd,
                             .timeout_ms = s->timeout_ms};
     int64_t t0 = now_ms();
     s->status = a2a_all_to_all_v(s->job, &a);
@@ -253,15 +260,15 @@ run_op(op_spec *s)
                 memcpy(&h, got, esize);
                 say("group %s, dtype %d, tag %" PRIu64 ": element %" PRId64 " of %" PRId64
                     " from group rank %" PRId64 " is 0x%" PRIx64 ", expected 0x%" PRIx64,
-                    g->name ? g->name : A2A_WORLD_GROUP, (int)s->dtype, tag, k, s->rc[src],
-                    src, h, w);
+                    g->name ? g->name : A2A_WORLD_GROUP, (int)s->dtype, tag, k, s->rc[src], src, h,
+                    w);
                 rv = -1;
                 break;
             }
         }
     }
-    if (check_guard(recv, rlen, esize, n, s->rc, rd, s->status == A2A_OK ? "after a success"
-                                                                       : "after a failure"))
+    if (check_guard(recv, rlen, esize, n, s->rc, rd,
+                    s->status == A2A_OK ? "after a success" : "after a failure"))
         rv = -1;
     free(send);
     free(recv);
@@ -308,8 +315,9 @@ grp_load(a2a_job *job, const char *name, grp *g)
         }
         if ((st = a2a_get_group_rank_from_world_rank(job, name, g->world[r], &v)) != A2A_OK ||
             v != r) {
-            say("get_group_rank_from_world_rank(%s, %" PRId64 "): %s, %" PRId64 " (expected %"
-                PRId64 ")", shown, g->world[r], a2a_status_name(st), v, r);
+            say("get_group_rank_from_world_rank(%s, %" PRId64 "): %s, %" PRId64
+                " (expected %" PRId64 ")",
+                shown, g->world[r], a2a_status_name(st), v, r);
             return 1;
         }
     }
@@ -321,7 +329,8 @@ grp_load(a2a_job *job, const char *name, grp *g)
     if ((st = a2a_get_world_rank_from_group_rank(job, name, g->n, &world)) !=
         A2A_ERR_INVALID_ARGUMENT) {
         say("get_world_rank_from_group_rank(%s, %" PRId64 ") (out of range): %s, expected "
-            "INVALID_ARGUMENT", shown, g->n, a2a_status_name(st));
+            "INVALID_ARGUMENT",
+            shown, g->n, a2a_status_name(st));
         return 1;
     }
     return 0;
@@ -378,8 +387,14 @@ matrix_op(a2a_job *job, const grp *g, a2a_dtype dt, const int64_t *M, uint64_t t
           int64_t timeout_ms, op_spec *out)
 {
     int64_t n = g->n, *sc = malloc((size_t)n * 8), *rc = malloc((size_t)n * 8);
-    op_spec s = {.job = job, .g = g, .dtype = dt, .sc = sc, .rc = rc, .tag = tag,
-                 .seed = tag * 31 + (uint64_t)world_me * 7919 + 1, .timeout_ms = timeout_ms};
+    op_spec s = {.job = job,
+                 .g = g,
+                 .dtype = dt,
+                 .sc = sc,
+                 .rc = rc,
+                 .tag = tag,
+                 .seed = tag * 31 + (uint64_t)world_me * 7919 + 1,
+                 .timeout_ms = timeout_ms};
     for (int64_t j = 0; j < n; j++) {
         sc[j] = M[g->me * n + j];
         rc[j] = M[j * n + g->me];
@@ -436,7 +451,8 @@ random_mode(a2a_job *job, int64_t N, uint64_t seed, int64_t iters)
                 if (g->n == 0 || g->me < 0)
                     continue;
                 int64_t n = g->n, *M = malloc((size_t)(n * n) * 8);
-                uint64_t tag = seed * 1000003ULL + (uint64_t)it * 131 + (uint64_t)dt * 7 + (uint64_t)k;
+                uint64_t tag =
+                    seed * 1000003ULL + (uint64_t)it * 131 + (uint64_t)dt * 7 + (uint64_t)k;
                 fill_matrix(mix64(tag), n, 3000, M);
                 if (it == big_iter) { /* one slice > 2.5 MiB: several 1 MiB chunks */
                     uint64_t rng = mix64(tag ^ 0xB16);
@@ -463,8 +479,7 @@ refused(a2a_job *job, a2a_status got, a2a_status want, const char *what, const c
     char buf[256], *k, *save = NULL;
     int named = keys == NULL;
     if (got != want) {
-        say("%s: got %s (%s), expected %s", what, a2a_status_name(got), msg,
-            a2a_status_name(want));
+        say("%s: got %s (%s), expected %s", what, a2a_status_name(got), msg, a2a_status_name(want));
         return 1;
     }
     if (msg == NULL || msg[0] == '\0') {
@@ -516,11 +531,16 @@ base_init(base_args *b, int64_t n, int64_t me)
 static a2a_alltoallv_args
 base_call(base_args *b)
 {
-    return (a2a_alltoallv_args){.dtype = A2A_UINT32, .send_data = b->send,
-                                .send_len = (size_t)b->slen, .send_counts = b->sc,
-                                .send_displacements = b->sd, .recv_data = b->recv,
-                                .recv_len = (size_t)b->rlen, .recv_counts = b->rc,
-                                .recv_displacements = b->rd, .timeout_ms = 5000};
+    return (a2a_alltoallv_args){.dtype = A2A_UINT32,
+                                .send_data = b->send,
+                                .send_len = (size_t)b->slen,
+                                .send_counts = b->sc,
+                                .send_displacements = b->sd,
+                                .recv_data = b->recv,
+                                .recv_len = (size_t)b->rlen,
+                                .recv_counts = b->rc,
+                                .recv_displacements = b->rd,
+                                .timeout_ms = 5000};
 }
 
 static int
@@ -542,11 +562,11 @@ invalid_mode(a2a_job *job, int64_t N)
     memset(name127, 'u', 127);
     name127[127] = '\0';
 
-#define TRY(want, keys, what, ...)                                                           \
-    do {                                                                                     \
-        a = base_call(b);                                                                    \
-        __VA_ARGS__;                                                                         \
-        bad |= refused(job, a2a_all_to_all_v(job, &a), want, what, keys);                    \
+#define TRY(want, keys, what, ...)                                        \
+    do {                                                                  \
+        a = base_call(b);                                                 \
+        __VA_ARGS__;                                                      \
+        bad |= refused(job, a2a_all_to_all_v(job, &a), want, what, keys); \
     } while (0)
     TRY(A2A_ERR_NOT_FOUND, "no_such_group", "unknown group", a.group = "no_such_group");
     TRY(A2A_ERR_NOT_FOUND, "uuuu", "unknown group with a 127-byte name", a.group = name127);
@@ -566,8 +586,8 @@ invalid_mode(a2a_job *job, int64_t N)
         a.send_len = (size_t)b->slen - 1);
     TRY(A2A_ERR_INVALID_ARGUMENT, "past|beyond|exceed|length", "recv slice past recv_len",
         a.recv_len = (size_t)b->rd[N - 1] + (size_t)b->rc[N - 1] - 1);
-    TRY(A2A_ERR_INVALID_ARGUMENT, "overflow", "count * size overflows",
-        a.dtype = A2A_FLOAT64; b->sc[j1] = INT64_MAX / 2);
+    TRY(A2A_ERR_INVALID_ARGUMENT, "overflow", "count * size overflows", a.dtype = A2A_FLOAT64;
+        b->sc[j1] = INT64_MAX / 2);
     b->sc[j1] = base_count(world_me, j1);
     TRY(A2A_ERR_INVALID_ARGUMENT, "overflow|past", "displacement + count overflows",
         b->rd[0] = INT64_MAX - 1);
@@ -585,8 +605,7 @@ invalid_mode(a2a_job *job, int64_t N)
     TRY(A2A_ERR_INVALID_ARGUMENT, "count", "NULL recv_counts", a.recv_counts = NULL);
     TRY(A2A_ERR_INVALID_ARGUMENT, "displacement", "NULL recv_displacements",
         a.recv_displacements = NULL);
-    TRY(A2A_ERR_INVALID_ARGUMENT, "NULL", "NULL send_data with send_len > 0",
-        a.send_data = NULL);
+    TRY(A2A_ERR_INVALID_ARGUMENT, "NULL", "NULL send_data with send_len > 0", a.send_data = NULL);
     bad |= refused(job, a2a_all_to_all_v(job, NULL), A2A_ERR_INVALID_ARGUMENT, "NULL args",
                    "NULL|args");
     st = a2a_all_to_all_v(NULL, &a); /* its message is a2a_job_error(NULL)'s */
@@ -706,8 +725,14 @@ mismatch_mode(a2a_job *job, int64_t N)
         sc[1] = sent;
     if (world_me == 1)
         rc[0] = expect;
-    op_spec s = {.job = job, .g = &w, .dtype = A2A_INT16, .sc = sc, .rc = rc,
-                 .tag = 9, .seed = 5 + (uint64_t)world_me, .timeout_ms = 10000};
+    op_spec s = {.job = job,
+                 .g = &w,
+                 .dtype = A2A_INT16,
+                 .sc = sc,
+                 .rc = rc,
+                 .tag = 9,
+                 .seed = 5 + (uint64_t)world_me,
+                 .timeout_ms = 10000};
     int rv = run_op(&s);
     if (rv < 0)
         bad = 1;
@@ -718,16 +743,17 @@ mismatch_mode(a2a_job *job, int64_t N)
             bad = 1;
         } else if (!strstr(s.msg, "rank 0") || !strstr(s.msg, "rank 1") ||
                    !has_number(s.msg, expect) || !has_number(s.msg, sent)) {
-            say("the COUNT_MISMATCH message \"%s\" does not name ranks 0 and 1 and counts %"
-                PRId64 " and %" PRId64, s.msg, sent, expect);
+            say("the COUNT_MISMATCH message \"%s\" does not name ranks 0 and 1 and counts %" PRId64
+                " and %" PRId64,
+                s.msg, sent, expect);
             bad = 1;
         } else {
-            say("mismatched call: COUNT_MISMATCH as expected (%" PRId64 " ms): %s",
-                s.elapsed_ms, s.msg);
+            say("mismatched call: COUNT_MISMATCH as expected (%" PRId64 " ms): %s", s.elapsed_ms,
+                s.msg);
         }
     } else {
-        say("observed for an uninvolved rank: %s (%" PRId64 " ms)%s%s",
-            a2a_status_name(s.status), s.elapsed_ms, s.status ? ": " : "", s.msg);
+        say("observed for an uninvolved rank: %s (%" PRId64 " ms)%s%s", a2a_status_name(s.status),
+            s.elapsed_ms, s.status ? ": " : "", s.msg);
     }
     int64_t *M = malloc((size_t)(N * N) * 8);
     fill_matrix(99, N, 2000, M);
@@ -882,7 +908,7 @@ loop_mode(a2a_job *job, int64_t N, int64_t seconds)
 
     if (grp_load(job, NULL, &w) != 0)
         return 1;
-    uint64_t rng = 1000; /* one matrix for all: the ranks' call counts drift apart */
+    uint64_t rng = 1000;                /* one matrix for all: the ranks' call counts drift apart */
     for (int64_t k = 0; k < N * N; k++) /* no zeros: every flag gets through */
         M[k] = 1 + (rng_below(&rng, 4) == 0 ? rng_below(&rng, 300000) : rng_below(&rng, 3000));
     for (int64_t j = 0; j < N; j++) {
@@ -891,9 +917,16 @@ loop_mode(a2a_job *job, int64_t N, int64_t seconds)
     }
     for (uint64_t i = 0; !stop && !bad; i++) {
         int flag = 0;
-        op_spec s = {.job = job, .g = &w, .dtype = A2A_UINT32, .sc = sc, .rc = rc,
-                     .tag = i & 0x7FFFFFFF, .seed = i * 3 + (uint64_t)world_me, .timeout_ms = 3000,
-                     .flag_out = now_ms() - t0 >= seconds * 1000, .flag_in = &flag};
+        op_spec s = {.job = job,
+                     .g = &w,
+                     .dtype = A2A_UINT32,
+                     .sc = sc,
+                     .rc = rc,
+                     .tag = i & 0x7FFFFFFF,
+                     .seed = i * 3 + (uint64_t)world_me,
+                     .timeout_ms = 3000,
+                     .flag_out = now_ms() - t0 >= seconds * 1000,
+                     .flag_in = &flag};
         int rv = run_op(&s);
         if (rv < 0) {
             bad = 1;
@@ -914,7 +947,8 @@ loop_mode(a2a_job *job, int64_t N, int64_t seconds)
         }
     }
     say("%" PRId64 " operations verified, %" PRId64 " failed, %" PRId64 " succeeded after the "
-        "last failure", ok, errors, ok_after_error);
+        "last failure",
+        ok, errors, ok_after_error);
     if (!bad && ok_after_error < 1)
         bad = 1;
     free(M);

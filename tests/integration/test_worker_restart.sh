@@ -3,6 +3,7 @@
 # then random bytes on every socket of the cluster.
 #
 # usage: test_worker_restart.sh A2A_COORDINATOR A2A_WORKER EXCHANGE_CHECK
+# (KEEP_DIR=1 keeps the logs; LOOP_SECONDS sets the job's length, default 12)
 #
 # A coordinator and two workers (w0: world ranks 0 1, w1: ranks 2 3) on
 # loopback ports from a generated YAML; four ranks of "exchange_check loop".
@@ -23,7 +24,7 @@ cleanup() {
         kill -9 "$p" 2>/dev/null
     done
     wait 2>/dev/null
-    [ -n "${KEEP_DIR:-}" ] && echo "kept $dir" || rm -rf "$dir"
+    if [ -n "${KEEP_DIR:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
