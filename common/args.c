@@ -33,8 +33,9 @@ check_side(size_t n, size_t esize, uint64_t len, const int64_t *c, const int64_t
             continue; /* an empty slice may sit anywhere: nothing is read or written there */
         /* both are below 2^63, so their sum does not wrap in uint64_t */
         if ((uint64_t)c[i] + (uint64_t)d[i] > (uint64_t)INT64_MAX / esize)
-            return args_fail(err, errlen, "%s slice %zu overflows: %lld elements at %lld of %zu bytes",
-                             side, i, (long long)c[i], (long long)d[i], esize);
+            return args_fail(err, errlen,
+                             "%s slice %zu overflows: %lld elements at %lld of %zu bytes", side, i,
+                             (long long)c[i], (long long)d[i], esize);
         if ((uint64_t)c[i] + (uint64_t)d[i] > len)
             return args_fail(err, errlen,
                              "%s slice %zu (%lld elements at displacement %lld) ends past the "

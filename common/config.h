@@ -10,7 +10,7 @@
 #define CFG_WORKER_NAME_MAX 63 /* [A-Za-z0-9._-]{1,63} */
 #define CFG_URL_MAX 255
 #define CFG_PATH_MAX 1023
-#define CFG_MAX_RANKS 65536    /* world size limit */
+#define CFG_MAX_RANKS 65536 /* world size limit */
 
 typedef struct {
     char name[CFG_WORKER_NAME_MAX + 1];

@@ -32,8 +32,8 @@ frame_prefix_encode(uint8_t out[FRAME_PREFIX_LEN], uint32_t header_len, uint64_t
 }
 
 int
-frame_prefix_decode(const uint8_t in[FRAME_PREFIX_LEN], uint32_t *header_len,
-                    uint64_t *payload_len, char *err, size_t errlen)
+frame_prefix_decode(const uint8_t in[FRAME_PREFIX_LEN], uint32_t *header_len, uint64_t *payload_len,
+                    char *err, size_t errlen)
 {
     uint32_t magic = 0, hl = 0;
     uint64_t pl = 0;
@@ -47,8 +47,7 @@ frame_prefix_decode(const uint8_t in[FRAME_PREFIX_LEN], uint32_t *header_len,
     if (magic != FRAME_MAGIC)
         return frame_fail(err, errlen, "bad frame magic 0x%08x", magic);
     if (hl == 0 || hl > FRAME_HEADER_MAX)
-        return frame_fail(err, errlen, "frame header of %u bytes (limit %u)", hl,
-                          FRAME_HEADER_MAX);
+        return frame_fail(err, errlen, "frame header of %u bytes (limit %u)", hl, FRAME_HEADER_MAX);
     if (pl > FRAME_PAYLOAD_MAX)
         return frame_fail(err, errlen, "frame payload of %llu bytes (limit %u)",
                           (unsigned long long)pl, FRAME_PAYLOAD_MAX);
@@ -86,9 +85,7 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
         r = msgpack_pack_array(&pk, 3) || msgpack_pack_int(&pk, f->type) ||
             pack_str(&pk, f->worker) || msgpack_pack_uint64(&pk, f->incarnation);
         break;
-    case FRAME_HEARTBEAT:
-        r = msgpack_pack_array(&pk, 1) || msgpack_pack_int(&pk, f->type);
-        break;
+    case FRAME_HEARTBEAT: r = msgpack_pack_array(&pk, 1) || msgpack_pack_int(&pk, f->type); break;
     case FRAME_READY:
         r = msgpack_pack_array(&pk, 7) || msgpack_pack_int(&pk, f->type) ||
             pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->dst) ||
@@ -110,11 +107,9 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
         break;
     case FRAME_ABORT:
         r = msgpack_pack_array(&pk, 6) || msgpack_pack_int(&pk, f->type) ||
-            pack_opid(&pk, &f->id) || msgpack_pack_int(&pk, f->status) ||
-            pack_str(&pk, f->message);
+            pack_opid(&pk, &f->id) || msgpack_pack_int(&pk, f->status) || pack_str(&pk, f->message);
         break;
-    default:
-        return -1;
+    default: return -1;
     }
     if (r == 0 && sb->size - start > FRAME_HEADER_MAX)
         r = -1; /* the peer's frame_prefix_decode would refuse it */
@@ -201,12 +196,12 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
                        wire_u64(&f->incarnation, &a[2], "incarnation", err, errlen)
                    ? -1
                    : 0;
-    case FRAME_HEARTBEAT:
-        return 0;
+    case FRAME_HEARTBEAT: return 0;
     case FRAME_READY:
         return opid_decode(&f->id, &a[1], err, errlen) || ready_decode(f, a, err, errlen) ? -1 : 0;
     case FRAME_SLICE:
-        if (opid_decode(&f->id, &a[1], err, errlen) || rank_field(&f->src, &a[4], "src", err, errlen) ||
+        if (opid_decode(&f->id, &a[1], err, errlen) ||
+            rank_field(&f->src, &a[4], "src", err, errlen) ||
             rank_field(&f->dst, &a[5], "dst", err, errlen) ||
             small_field(&f->dtype, &a[6], A2A_DTYPE_COUNT - 1, "dtype", err, errlen) ||
             wire_i64(&f->count, &a[7], "count", err, errlen) ||
@@ -252,8 +247,7 @@ frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_l
         goto out;
     }
     type = 0;
-    if (small_field(&type, &root.via.array.ptr[0], FRAME_HEARTBEAT, "frame type", err, errlen) !=
-        0)
+    if (small_field(&type, &root.via.array.ptr[0], FRAME_HEARTBEAT, "frame type", err, errlen) != 0)
         goto out;
     if (type < FRAME_HELLO) {
         frame_fail(err, errlen, "unknown frame type %d", type);

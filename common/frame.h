@@ -51,19 +51,19 @@ typedef struct {
 
 typedef struct {
     frame_type type;
-    frame_opid id;         /* READY, SLICE, DATA, ABORT */
+    frame_opid id; /* READY, SLICE, DATA, ABORT */
     /* HELLO */
     char worker[CFG_WORKER_NAME_MAX + 1];
     uint64_t incarnation;
     /* READY: dst expects counts[i] elements from group rank srcs[i] */
-    int64_t src, dst;      /* SLICE, DATA: group ranks; READY: dst */
-    int32_t dtype;         /* READY, SLICE */
-    size_t n;              /* READY */
-    int64_t *srcs;         /* READY, malloc'd */
-    int64_t *counts;       /* READY, malloc'd */
-    int64_t count;         /* SLICE: the sender's count */
-    a2a_status status;     /* SLICE, ABORT */
-    uint64_t offset;       /* DATA: byte offset in the slice */
+    int64_t src, dst;                /* SLICE, DATA: group ranks; READY: dst */
+    int32_t dtype;                   /* READY, SLICE */
+    size_t n;                        /* READY */
+    int64_t *srcs;                   /* READY, malloc'd */
+    int64_t *counts;                 /* READY, malloc'd */
+    int64_t count;                   /* SLICE: the sender's count */
+    a2a_status status;               /* SLICE, ABORT */
+    uint64_t offset;                 /* DATA: byte offset in the slice */
     char message[FRAME_MSG_MAX + 1]; /* SLICE, ABORT */
 } frame;
 
@@ -81,8 +81,8 @@ int frame_header_encode(msgpack_sbuffer *sb, const frame *f);
  * frame_header_decode parses a header; payload_len (from the prefix) must be
  * 0 except for DATA. On success f may own srcs/counts: free with frame_fini.
  */
-int frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_len,
-                        char *err, size_t errlen);
+int frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_len, char *err,
+                        size_t errlen);
 
 /* frame_fini frees what frame_header_decode allocated; safe on a zeroed frame. */
 void frame_fini(frame *f);

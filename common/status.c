@@ -3,8 +3,7 @@
 
 #include <string.h>
 
-#define STATUS_CHECK(suffix, name, msg) \
-    _Static_assert((int)A2A_##suffix >= 0, name);
+#define STATUS_CHECK(suffix, name, msg) _Static_assert((int)A2A_##suffix >= 0, name);
 A2A_STATUS_TABLE(STATUS_CHECK)
 _Static_assert(A2A_ERR_INTERNAL == A2A_STATUS_COUNT - 1, "status table out of step");
 

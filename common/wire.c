@@ -39,8 +39,18 @@ wire_scan(const uint8_t *buf, size_t len, size_t *pos, int depth)
     if (depth > WIRE_MAX_DEPTH || p >= len)
         return -1;
     t = buf[p++];
-#define NEED(k) do { if (len - p < (size_t)(k)) return -1; } while (0)
-#define BE(k, v) do { NEED(k); v = 0; for (int i_ = 0; i_ < (k); i_++) v = (v << 8) | buf[p++]; } while (0)
+#define NEED(k)                    \
+    do {                           \
+        if (len - p < (size_t)(k)) \
+            return -1;             \
+    } while (0)
+#define BE(k, v)                         \
+    do {                                 \
+        NEED(k);                         \
+        v = 0;                           \
+        for (int i_ = 0; i_ < (k); i_++) \
+            v = (v << 8) | buf[p++];     \
+    } while (0)
     if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
         skip = 0;
     } else if (t >= 0x80 && t <= 0x8f) {
@@ -51,28 +61,50 @@ wire_scan(const uint8_t *buf, size_t len, size_t *pos, int depth)
         skip = t & 0x1f;
     } else {
         switch (t) {
-        case 0xc4: case 0xd9: BE(1, skip); break;          /* bin8, str8 */
-        case 0xc5: case 0xda: BE(2, skip); break;          /* bin16, str16 */
-        case 0xc6: case 0xdb: BE(4, skip); break;          /* bin32, str32 */
-        case 0xc7: BE(1, skip); skip += 1; break;          /* ext8: type byte */
-        case 0xc8: BE(2, skip); skip += 1; break;
-        case 0xc9: BE(4, skip); skip += 1; break;
-        case 0xca: skip = 4; break;                        /* float32 */
-        case 0xcb: skip = 8; break;                        /* float64 */
-        case 0xcc: case 0xd0: skip = 1; break;
-        case 0xcd: case 0xd1: skip = 2; break;
-        case 0xce: case 0xd2: skip = 4; break;
-        case 0xcf: case 0xd3: skip = 8; break;
-        case 0xd4: skip = 2; break;                        /* fixext1..16 */
+        case 0xc4:
+        case 0xd9: BE(1, skip); break; /* bin8, str8 */
+        case 0xc5:
+        case 0xda: BE(2, skip); break; /* bin16, str16 */
+        case 0xc6:
+        case 0xdb: BE(4, skip); break; /* bin32, str32 */
+        case 0xc7:
+            BE(1, skip);
+            skip += 1;
+            break; /* ext8: type byte */
+        case 0xc8:
+            BE(2, skip);
+            skip += 1;
+            break;
+        case 0xc9:
+            BE(4, skip);
+            skip += 1;
+            break;
+        case 0xca: skip = 4; break; /* float32 */
+        case 0xcb: skip = 8; break; /* float64 */
+        case 0xcc:
+        case 0xd0: skip = 1; break;
+        case 0xcd:
+        case 0xd1: skip = 2; break;
+        case 0xce:
+        case 0xd2: skip = 4; break;
+        case 0xcf:
+        case 0xd3: skip = 8; break;
+        case 0xd4: skip = 2; break; /* fixext1..16 */
         case 0xd5: skip = 3; break;
         case 0xd6: skip = 5; break;
         case 0xd7: skip = 9; break;
         case 0xd8: skip = 17; break;
-        case 0xdc: BE(2, items); break;                    /* array16 */
-        case 0xdd: BE(4, items); break;                    /* array32 */
-        case 0xde: BE(2, items); items *= 2; break;        /* map16 */
-        case 0xdf: BE(4, items); items *= 2; break;        /* map32 */
-        default: return -1;                                /* 0xc1: never used */
+        case 0xdc: BE(2, items); break; /* array16 */
+        case 0xdd: BE(4, items); break; /* array32 */
+        case 0xde:
+            BE(2, items);
+            items *= 2;
+            break; /* map16 */
+        case 0xdf:
+            BE(4, items);
+            items *= 2;
+            break;          /* map32 */
+        default: return -1; /* 0xc1: never used */
         }
     }
     NEED(skip);
@@ -123,8 +155,7 @@ wire_array(const msgpack_object *o, int64_t n, size_t max, const char *what, cha
 }
 
 int
-wire_str(char *dst, size_t max, const msgpack_object *o, const char *what, char *err,
-         size_t errlen)
+wire_str(char *dst, size_t max, const msgpack_object *o, const char *what, char *err, size_t errlen)
 {
     if (o->type != MSGPACK_OBJECT_STR)
         return wire_fail(err, errlen, "%s: expected a string", what);
@@ -205,8 +236,8 @@ typedef struct {
 } wire_frame;
 
 static int
-frame_open(wire_frame *fr, const uint8_t *buf, size_t len, uint32_t n, const char *what,
-           char *err, size_t errlen)
+frame_open(wire_frame *fr, const uint8_t *buf, size_t len, uint32_t n, const char *what, char *err,
+           size_t errlen)
 {
     msgpack_zone_init(&fr->zone, 256);
     if (wire_parse(&fr->root, &fr->zone, buf, len, err, errlen) != 0 ||
@@ -250,8 +281,7 @@ wire_request_decode(wire_request *r, const uint8_t *buf, size_t len, char *err, 
     if (wire_str(r->method, WIRE_METHOD_MAX, &fr.f[0], "request method", err, errlen) != 0 ||
         wire_u64(&r->id, &fr.f[1], "request id", err, errlen) != 0 ||
         wire_u64(&r->timeout_ms, &fr.f[2], "request timeout", err, errlen) != 0 ||
-        wire_bin(&r->body, &r->body_len, WIRE_BODY_MAX, &fr.f[3], "request body", err,
-                 errlen) != 0)
+        wire_bin(&r->body, &r->body_len, WIRE_BODY_MAX, &fr.f[3], "request body", err, errlen) != 0)
         goto out;
     if (r->method[0] == '\0') {
         wire_fail(err, errlen, "request method: empty");
@@ -288,8 +318,7 @@ wire_reply_decode(wire_reply *r, const uint8_t *buf, size_t len, char *err, size
     if (wire_u64(&r->id, &fr.f[0], "reply id", err, errlen) != 0 ||
         wire_u64(&st, &fr.f[1], "reply status", err, errlen) != 0 ||
         wire_str(r->message, WIRE_MESSAGE_MAX, &fr.f[2], "reply message", err, errlen) != 0 ||
-        wire_bin(&r->body, &r->body_len, WIRE_BODY_MAX, &fr.f[3], "reply body", err,
-                 errlen) != 0)
+        wire_bin(&r->body, &r->body_len, WIRE_BODY_MAX, &fr.f[3], "reply body", err, errlen) != 0)
         goto out;
     if (st > INT64_MAX || !status_valid((int64_t)st)) {
         wire_fail(err, errlen, "reply status: %llu is not a status", (unsigned long long)st);
@@ -329,8 +358,7 @@ group_name_field(char *dst, const msgpack_object *o, char *err, size_t errlen)
 }
 
 int
-wire_group_name_decode(wire_group_name *g, const uint8_t *buf, size_t len, char *err,
-                       size_t errlen)
+wire_group_name_decode(wire_group_name *g, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
     wire_frame fr;
     int rc;
@@ -520,8 +548,7 @@ group_info_decode(wire_group_info *g, const msgpack_object *o, char *err, size_t
 }
 
 int
-wire_group_list_decode(wire_group_list *l, const uint8_t *buf, size_t len, char *err,
-                       size_t errlen)
+wire_group_list_decode(wire_group_list *l, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
     msgpack_zone zone;
     msgpack_object root;
@@ -636,8 +663,7 @@ job_decode(wire_job_id *j, const msgpack_object *o, char *err, size_t errlen)
         wire_u64(&j->nonce[1], &f[4], "job nonce", err, errlen) != 0)
         return -1;
     if (j->world_rank < 0 || j->world_rank >= CFG_MAX_RANKS)
-        return wire_fail(err, errlen, "world rank %lld is out of range",
-                         (long long)j->world_rank);
+        return wire_fail(err, errlen, "world rank %lld is out of range", (long long)j->world_rank);
     return 0;
 }
 
@@ -707,8 +733,7 @@ wire_job_group_encode(msgpack_sbuffer *sb, const wire_job_id *j, const char *nam
 }
 
 int
-wire_job_group_decode(wire_job_group *g, const uint8_t *buf, size_t len, char *err,
-                      size_t errlen)
+wire_job_group_decode(wire_job_group *g, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
     wire_frame fr;
     const msgpack_object *in;
@@ -763,7 +788,8 @@ wire_a2av_decode(wire_a2av *a, const uint8_t *buf, size_t len, char *err, size_t
     if (frame_open(&fr, buf, len, 9, "AllToAllV", err, errlen) != 0)
         return -1;
     c = &fr.f[8];
-    if (job_decode(&a->job, &fr.f[0], err, errlen) || group_name_field(a->group, &fr.f[1], err, errlen) ||
+    if (job_decode(&a->job, &fr.f[0], err, errlen) ||
+        group_name_field(a->group, &fr.f[1], err, errlen) ||
         wire_i64(&a->dtype, &fr.f[2], "dtype", err, errlen) ||
         wire_i64(&a->timeout_ms, &fr.f[3], "timeout", err, errlen) ||
         wire_u64(&a->send_addr, &fr.f[4], "send address", err, errlen) ||

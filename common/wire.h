@@ -19,7 +19,7 @@
 
 #define WIRE_METHOD_MAX 63
 #define WIRE_MESSAGE_MAX 1023
-#define WIRE_BODY_MAX (4u << 20)     /* largest RPC body */
+#define WIRE_BODY_MAX (4u << 20) /* largest RPC body */
 #define WIRE_MAX_DEPTH 16
 #define WIRE_MAX_MEMBERS CFG_MAX_RANKS
 #define WIRE_MAX_GROUPS 65536
@@ -138,8 +138,8 @@ int wire_empty_decode(const uint8_t *buf, size_t len, char *err, size_t errlen);
  * no trailing bytes) and unpacks it into *root, allocated in zone, which the
  * caller has initialised and destroys. 0, or -1 with err.
  */
-int wire_parse(msgpack_object *root, msgpack_zone *zone, const uint8_t *buf, size_t len,
-               char *err, size_t errlen);
+int wire_parse(msgpack_object *root, msgpack_zone *zone, const uint8_t *buf, size_t len, char *err,
+               size_t errlen);
 /* wire_array checks that o is an array of exactly n items (n < 0: any size up to max). */
 int wire_array(const msgpack_object *o, int64_t n, size_t max, const char *what, char *err,
                size_t errlen);
@@ -151,8 +151,8 @@ int wire_u64(uint64_t *v, const msgpack_object *o, const char *what, char *err, 
 /* wire_i64 reads an integer that fits int64_t. */
 int wire_i64(int64_t *v, const msgpack_object *o, const char *what, char *err, size_t errlen);
 /* wire_bin reads a bin of at most max bytes, pointing into the parsed buffer. */
-int wire_bin(const uint8_t **p, size_t *len, size_t max, const msgpack_object *o,
-             const char *what, char *err, size_t errlen);
+int wire_bin(const uint8_t **p, size_t *len, size_t max, const msgpack_object *o, const char *what,
+             char *err, size_t errlen);
 
 /* RegisterWorker request: a worker that starts names its incarnation. */
 typedef struct {

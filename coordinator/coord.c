@@ -103,8 +103,7 @@ coord_reload(coord *c, cfg_cluster *cfg)
     for (size_t i = 0; i < c->nrgroups; i++) {
         coord_rgroup *g = &c->rgroups[i];
         if (!ranks_fit(cfg, g->n, g->ranks) || cfg_find_group(cfg, g->name) != NULL) {
-            log_warn("reload: dropping runtime group \"%s\": it no longer fits the file",
-                     g->name);
+            log_warn("reload: dropping runtime group \"%s\": it no longer fits the file", g->name);
             rgroup_fini(g);
             continue;
         }
@@ -372,16 +371,16 @@ create_locked(coord *c, wire_create *req, rpc_ctx *ctx)
     a2a_status st;
 
     if (strcmp(req->name, A2A_WORLD_GROUP) == 0)
-        return rpc_fail(ctx, A2A_ERR_INVALID_ARGUMENT,
-                        "\"%s\" always exists and cannot be created", A2A_WORLD_GROUP);
+        return rpc_fail(ctx, A2A_ERR_INVALID_ARGUMENT, "\"%s\" always exists and cannot be created",
+                        A2A_WORLD_GROUP);
     if ((st = check_ranks(c, req, ctx)) != A2A_OK)
         return st;
     if ((have = group_members(c, req->name, &n, &scratch, &origin)) != NULL) {
         free(scratch);
         if (same_ranks(n, have, req->n, req->ranks))
             return A2A_OK;
-        return rpc_fail(ctx, A2A_ERR_ALREADY_EXISTS,
-                        "group \"%s\" exists (%s) with other members", req->name, origin);
+        return rpc_fail(ctx, A2A_ERR_ALREADY_EXISTS, "group \"%s\" exists (%s) with other members",
+                        req->name, origin);
     }
     if (c->nrgroups >= COORD_MAX_RUNTIME_GROUPS)
         return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "too many groups (limit %d)",
@@ -430,8 +429,8 @@ m_destroy(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
         return A2A_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&c->mtx);
     if (strcmp(req.name, A2A_WORLD_GROUP) == 0)
-        st = rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED, "\"%s\" cannot be destroyed",
-                      A2A_WORLD_GROUP);
+        st =
+            rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED, "\"%s\" cannot be destroyed", A2A_WORLD_GROUP);
     else if (cfg_find_group(c->cfg, req.name) != NULL)
         st = rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED,
                       "group \"%s\" is defined in %s: remove it there and reload", req.name,
@@ -493,10 +492,8 @@ out:
 }
 
 static const rpc_method coord_method_table[] = {
-    {"RegisterWorker", m_register},
-    {"Health", m_health},           {"ResolveGroup", m_resolve},
-    {"ListGroups", m_list},         {"CreateGroup", m_create},
-    {"DestroyGroup", m_destroy},
+    {"RegisterWorker", m_register}, {"Health", m_health},      {"ResolveGroup", m_resolve},
+    {"ListGroups", m_list},         {"CreateGroup", m_create}, {"DestroyGroup", m_destroy},
 };
 
 const rpc_method *

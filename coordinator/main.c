@@ -13,17 +13,16 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: a2a-coordinator --config FILE [--listen URL]\n"
-            "\n"
-            "Serves the groups of FILE (the cluster YAML) to workers, jobs and a2a-ctl.\n"
-            "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
-            "  --listen URL    where to listen (default: coordinator.url of FILE);\n"
-            "                  a port of 0 takes a free port\n"
-            "\n"
-            "Prints \"listening on URL\" on stdout once it serves. SIGHUP reloads FILE\n"
-            "(a bad file keeps the last good one); SIGTERM or SIGINT stops it.\n"
-            "Logging: A2A_LOG_LEVEL=error|warn|info|debug (default info).\n");
+    fprintf(f, "usage: a2a-coordinator --config FILE [--listen URL]\n"
+               "\n"
+               "Serves the groups of FILE (the cluster YAML) to workers, jobs and a2a-ctl.\n"
+               "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
+               "  --listen URL    where to listen (default: coordinator.url of FILE);\n"
+               "                  a port of 0 takes a free port\n"
+               "\n"
+               "Prints \"listening on URL\" on stdout once it serves. SIGHUP reloads FILE\n"
+               "(a bad file keeps the last good one); SIGTERM or SIGINT stops it.\n"
+               "Logging: A2A_LOG_LEVEL=error|warn|info|debug (default info).\n");
 }
 
 static void
@@ -37,8 +36,7 @@ reload(coord *c, const char *path)
         return;
     }
     coord_reload(c, cfg);
-    log_info("reloaded %s: %lld ranks, %zu groups", path, (long long)cfg->world_size,
-             cfg->ngroups);
+    log_info("reloaded %s: %lld ranks, %zu groups", path, (long long)cfg->world_size, cfg->ngroups);
 }
 
 static int

@@ -18,21 +18,31 @@ extern "C" {
 #endif
 
 typedef enum {
-    A2A_INT8, A2A_UINT8, A2A_INT16, A2A_UINT16, A2A_INT32, A2A_UINT32,
-    A2A_INT64, A2A_UINT64, A2A_FLOAT16, A2A_FLOAT32, A2A_FLOAT64, A2A_BFLOAT16
+    A2A_INT8,
+    A2A_UINT8,
+    A2A_INT16,
+    A2A_UINT16,
+    A2A_INT32,
+    A2A_UINT32,
+    A2A_INT64,
+    A2A_UINT64,
+    A2A_FLOAT16,
+    A2A_FLOAT32,
+    A2A_FLOAT64,
+    A2A_BFLOAT16
 } a2a_dtype;
 
-typedef enum {                      /* modelled on gRPC status codes */
-    A2A_OK = 0,
-    A2A_ERR_INVALID_ARGUMENT,       /* bad counts, displacements, dtype, name */
-    A2A_ERR_NOT_FOUND,              /* unknown group */
-    A2A_ERR_ALREADY_EXISTS,         /* create_group with other members */
-    A2A_ERR_PERMISSION_DENIED,      /* caller not in the group; bad credentials */
-    A2A_ERR_COUNT_MISMATCH,         /* a sender's count differs from the receiver's */
-    A2A_ERR_DEADLINE_EXCEEDED,      /* a peer did not arrive in time */
-    A2A_ERR_UNAVAILABLE,            /* worker, peer or coordinator unreachable or gone */
-    A2A_ERR_RESOURCE_EXHAUSTED,
-    A2A_ERR_INTERNAL
+typedef enum { /* modelled on gRPC status codes */
+               A2A_OK = 0,
+               A2A_ERR_INVALID_ARGUMENT,  /* bad counts, displacements, dtype, name */
+               A2A_ERR_NOT_FOUND,         /* unknown group */
+               A2A_ERR_ALREADY_EXISTS,    /* create_group with other members */
+               A2A_ERR_PERMISSION_DENIED, /* caller not in the group; bad credentials */
+               A2A_ERR_COUNT_MISMATCH,    /* a sender's count differs from the receiver's */
+               A2A_ERR_DEADLINE_EXCEEDED, /* a peer did not arrive in time */
+               A2A_ERR_UNAVAILABLE,       /* worker, peer or coordinator unreachable or gone */
+               A2A_ERR_RESOURCE_EXHAUSTED,
+               A2A_ERR_INTERNAL
 } a2a_status;
 
 /* The name of the world group, which always exists and holds every rank. */
@@ -40,27 +50,27 @@ typedef enum {                      /* modelled on gRPC status codes */
 /* Longest group name in bytes, without the terminator (128 with it, as HCCL). */
 #define A2A_GROUP_NAME_MAX 127
 
-typedef struct a2a_job a2a_job;     /* one rank's handle on its host's worker */
+typedef struct a2a_job a2a_job; /* one rank's handle on its host's worker */
 
 /* worker_url NULL: $A2A_WORKER_URL; world_rank < 0: $A2A_RANK */
-a2a_status  a2a_job_open(a2a_job **job, const char *worker_url, int64_t world_rank);
-void        a2a_job_close(a2a_job *job);
+a2a_status a2a_job_open(a2a_job **job, const char *worker_url, int64_t world_rank);
+void a2a_job_close(a2a_job *job);
 const char *a2a_job_error(const a2a_job *job);
 const char *a2a_status_name(a2a_status status);
-size_t      a2a_dtype_size(a2a_dtype dtype);
+size_t a2a_dtype_size(a2a_dtype dtype);
 
 typedef struct {
-    const char    *group;               /* NULL: "hccl_world_group" */
-    a2a_dtype      dtype;
-    const void    *send_data;
-    size_t         send_len;            /* elements in send_data */
-    const int64_t *send_counts;         /* group-size arrays, in elements */
+    const char *group; /* NULL: "hccl_world_group" */
+    a2a_dtype dtype;
+    const void *send_data;
+    size_t send_len;            /* elements in send_data */
+    const int64_t *send_counts; /* group-size arrays, in elements */
     const int64_t *send_displacements;
-    void          *recv_data;
-    size_t         recv_len;            /* capacity of recv_data, in elements */
+    void *recv_data;
+    size_t recv_len; /* capacity of recv_data, in elements */
     const int64_t *recv_counts;
     const int64_t *recv_displacements;
-    int64_t        timeout_ms;          /* 0: the default ($A2A_OP_TIMEOUT_MS) */
+    int64_t timeout_ms; /* 0: the default ($A2A_OP_TIMEOUT_MS) */
 } a2a_alltoallv_args;
 
 a2a_status a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args);
@@ -70,10 +80,10 @@ a2a_status a2a_create_group(a2a_job *job, const char *group, size_t n, const int
 a2a_status a2a_destroy_group(a2a_job *job, const char *group);
 a2a_status a2a_get_rank_size(a2a_job *job, const char *group, int64_t *size);
 a2a_status a2a_get_rank_id(a2a_job *job, const char *group, int64_t *group_rank);
-a2a_status a2a_get_world_rank_from_group_rank(a2a_job *job, const char *group,
-                                              int64_t group_rank, int64_t *world_rank);
-a2a_status a2a_get_group_rank_from_world_rank(a2a_job *job, const char *group,
-                                              int64_t world_rank, int64_t *group_rank);
+a2a_status a2a_get_world_rank_from_group_rank(a2a_job *job, const char *group, int64_t group_rank,
+                                              int64_t *world_rank);
+a2a_status a2a_get_group_rank_from_world_rank(a2a_job *job, const char *group, int64_t world_rank,
+                                              int64_t *group_rank);
 
 #ifdef __cplusplus
 }

@@ -217,8 +217,8 @@ rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, s
         nng_close(s->sock);
         pthread_rwlock_destroy(&s->lk);
         free(s);
-        return rpc_err(err, errlen, rv == NNG_EADDRINUSE ? A2A_ERR_UNAVAILABLE
-                                                          : A2A_ERR_INVALID_ARGUMENT,
+        return rpc_err(err, errlen,
+                       rv == NNG_EADDRINUSE ? A2A_ERR_UNAVAILABLE : A2A_ERR_INVALID_ARGUMENT,
                        "cannot listen on %s: %s", url, nng_strerror(rv));
     }
     server_bound_url(s, url);
@@ -409,7 +409,8 @@ client_exchange(rpc_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *msg, int64_t 
         return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
     }
     nng_aio_set_msg(aio, msg);
-    nng_aio_set_timeout(aio, (nng_duration)(deadline - rpc_now_ms() > 0 ? deadline - rpc_now_ms() : 0));
+    nng_aio_set_timeout(aio,
+                        (nng_duration)(deadline - rpc_now_ms() > 0 ? deadline - rpc_now_ms() : 0));
     nng_ctx_send(ctx, aio);
     nng_aio_wait(aio);
     if ((rv = nng_aio_result(aio)) != 0) {
@@ -429,8 +430,7 @@ client_exchange(rpc_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *msg, int64_t 
     if (f.lost || rv == NNG_ECLOSED)
         return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "connection to %s lost", c->url);
     if (rv == NNG_ETIMEDOUT)
-        return rpc_err(err, errlen, A2A_ERR_DEADLINE_EXCEEDED, "no reply from %s in time",
-                       c->url);
+        return rpc_err(err, errlen, A2A_ERR_DEADLINE_EXCEEDED, "no reply from %s in time", c->url);
     return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "%s: %s", c->url, nng_strerror(rv));
 }
 
@@ -458,9 +458,9 @@ client_unpack(rpc_client *c, nng_msg *msg, uint64_t id, uint8_t **reply, size_t 
     return A2A_OK;
 }
 
-static a2a_status rpc_call_counted(rpc_client *c, const char *method, const void *body,
-                                   size_t len, int64_t timeout_ms, uint8_t **reply,
-                                   size_t *reply_len, char *err, size_t errlen);
+static a2a_status rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len,
+                                   int64_t timeout_ms, uint8_t **reply, size_t *reply_len,
+                                   char *err, size_t errlen);
 
 a2a_status
 rpc_call(rpc_client *c, const char *method, const void *body, size_t len, int64_t timeout_ms,
@@ -471,8 +471,10 @@ rpc_call(rpc_client *c, const char *method, const void *body, size_t len, int64_
     *reply = NULL;
     *reply_len = 0;
     if (strlen(method) > WIRE_METHOD_MAX)
-        return rpc_err(err, errlen, A2A_ERR_INVALID_ARGUMENT, "method name \"%.16s...\" is "
-                       "longer than %d bytes", method, WIRE_METHOD_MAX);
+        return rpc_err(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                       "method name \"%.16s...\" is "
+                       "longer than %d bytes",
+                       method, WIRE_METHOD_MAX);
     pthread_mutex_lock(&c->mtx);
     if (c->closing) {
         pthread_mutex_unlock(&c->mtx);
@@ -547,7 +549,7 @@ rpc_client_free(rpc_client *c)
     while (c->calls > 0)
         pthread_cond_wait(&c->cv, &c->mtx);
     pthread_mutex_unlock(&c->mtx);
-    nng_close(c->sock); /* returns once the pipes, and their callbacks, are done */
+    nng_close(c->sock);          /* returns once the pipes, and their callbacks, are done */
     pthread_mutex_lock(&c->mtx); /* orders the last callback's writes before the free */
     pthread_mutex_unlock(&c->mtx);
     pthread_mutex_destroy(&c->mtx);

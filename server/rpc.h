@@ -23,8 +23,8 @@
 
 #include "a2a.h"
 
-#define RPC_RECV_MAX (8u << 20)      /* receive-size limit on every RPC socket */
-#define RPC_CONNECT_WAIT_MS 1500     /* how long a call waits for a connection */
+#define RPC_RECV_MAX (8u << 20)  /* receive-size limit on every RPC socket */
+#define RPC_CONNECT_WAIT_MS 1500 /* how long a call waits for a connection */
 
 typedef struct rpc_server rpc_server;
 typedef struct rpc_client rpc_client;

@@ -20,23 +20,22 @@ typedef struct {
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: a2a-ctl [--coordinator URL] [--json] [--timeout MS] COMMAND\n"
-            "\n"
-            "Commands:\n"
-            "  health              is the coordinator up? (exit 0 when it answers)\n"
-            "  groups              list every group: name, size, epoch, origin\n"
-            "  resolve GROUP       the members of GROUP: group rank, world rank, worker\n"
-            "  create GROUP R...   create GROUP from world ranks R... (idempotent)\n"
-            "  destroy GROUP       destroy a group created with create\n"
-            "\n"
-            "Options:\n"
-            "  --coordinator URL   default $A2A_COORDINATOR_URL, e.g. tcp://127.0.0.1:7000\n"
-            "  --json              print JSON for scripts instead of text\n"
-            "  --timeout MS        deadline of the call (default 5000)\n"
-            "\n"
-            "Exit status: 0 on success; 1 with one line \"a2a-ctl: CMD: STATUS: reason\"\n"
-            "when the call fails; 2 for bad usage.\n");
+    fprintf(f, "usage: a2a-ctl [--coordinator URL] [--json] [--timeout MS] COMMAND\n"
+               "\n"
+               "Commands:\n"
+               "  health              is the coordinator up? (exit 0 when it answers)\n"
+               "  groups              list every group: name, size, epoch, origin\n"
+               "  resolve GROUP       the members of GROUP: group rank, world rank, worker\n"
+               "  create GROUP R...   create GROUP from world ranks R... (idempotent)\n"
+               "  destroy GROUP       destroy a group created with create\n"
+               "\n"
+               "Options:\n"
+               "  --coordinator URL   default $A2A_COORDINATOR_URL, e.g. tcp://127.0.0.1:7000\n"
+               "  --json              print JSON for scripts instead of text\n"
+               "  --timeout MS        deadline of the call (default 5000)\n"
+               "\n"
+               "Exit status: 0 on success; 1 with one line \"a2a-ctl: CMD: STATUS: reason\"\n"
+               "when the call fails; 2 for bad usage.\n");
 }
 
 static int
@@ -64,11 +63,10 @@ json_str(const char *s)
 }
 
 static a2a_status
-call(ctl *c, const char *method, msgpack_sbuffer *req, uint8_t **rep, size_t *replen,
-     char *err, size_t errlen)
+call(ctl *c, const char *method, msgpack_sbuffer *req, uint8_t **rep, size_t *replen, char *err,
+     size_t errlen)
 {
-    return rpc_call(c->cli, method, req->data, req->size, c->timeout_ms, rep, replen, err,
-                    errlen);
+    return rpc_call(c->cli, method, req->data, req->size, c->timeout_ms, rep, replen, err, errlen);
 }
 
 static int
@@ -286,8 +284,10 @@ main(int argc, char **argv)
     }
     c.cmd = argv[optind];
     if (url == NULL || *url == '\0') {
-        fprintf(stderr, "a2a-ctl: %s: no coordinator: give --coordinator URL or set "
-                        "A2A_COORDINATOR_URL\n", c.cmd);
+        fprintf(stderr,
+                "a2a-ctl: %s: no coordinator: give --coordinator URL or set "
+                "A2A_COORDINATOR_URL\n",
+                c.cmd);
         return 2;
     }
     if (c.timeout_ms <= 0) {

@@ -62,9 +62,14 @@ main(int argc, char **argv)
     for (int64_t r = 0; r < rounds && !bad; r++) {
         for (int64_t k = 0; k <= rtot; k++)
             recv[k] = GUARD;
-        a2a_alltoallv_args a = {.dtype = A2A_UINT32, .send_data = send, .send_len = (size_t)stot,
-                                .send_counts = sc, .send_displacements = sd, .recv_data = recv,
-                                .recv_len = (size_t)rtot + 1, .recv_counts = rc,
+        a2a_alltoallv_args a = {.dtype = A2A_UINT32,
+                                .send_data = send,
+                                .send_len = (size_t)stot,
+                                .send_counts = sc,
+                                .send_displacements = sd,
+                                .recv_data = recv,
+                                .recv_len = (size_t)rtot + 1,
+                                .recv_counts = rc,
                                 .recv_displacements = rd};
         a2a_status st = a2a_all_to_all_v(job, &a);
         if (st != A2A_OK) {
@@ -78,9 +83,10 @@ main(int argc, char **argv)
             for (int64_t k = 0; k < rc[i]; k++)
                 if (recv[rd[i] + k] != value_of(i, me, k)) {
                     if (!bad)
-                        fprintf(stderr, "rank %" PRId64 ": element %" PRId64 " from rank %" PRId64
-                                        " is %u, expected %u\n", me, k, i, recv[rd[i] + k],
-                                value_of(i, me, k));
+                        fprintf(stderr,
+                                "rank %" PRId64 ": element %" PRId64 " from rank %" PRId64
+                                " is %u, expected %u\n",
+                                me, k, i, recv[rd[i] + k], value_of(i, me, k));
                     bad = 1;
                 }
         for (int64_t i = 0; i < n; i++)

@@ -27,14 +27,14 @@
 
 typedef struct {
     pid_t pid;
-    int fd;            /* its stdout+stderr, or -1 when closed */
-    char label[48];    /* output prefix */
-    int quiet;         /* service: print only when the launch fails or A2A_LAUNCH_VERBOSE */
+    int fd;         /* its stdout+stderr, or -1 when closed */
+    char label[48]; /* output prefix */
+    int quiet;      /* service: print only when the launch fails or A2A_LAUNCH_VERBOSE */
     char buf[LINE_MAX_LEN];
     size_t len;
-    int status;        /* exit status once reaped */
+    int status; /* exit status once reaped */
     int reaped;
-    char url[300];     /* services: what they print on "listening on" */
+    char url[300]; /* services: what they print on "listening on" */
 } proc;
 
 static proc procs[MAX_PROCS];
@@ -78,8 +78,8 @@ sibling(char *out, size_t len, const char *tool)
         char *slash = strrchr(self, '/');
         if (slash != NULL) {
             *slash = '\0';
-            snprintf(out, len, "%s/../%s/%s", self, strcmp(tool, "a2a-worker") == 0 ? "worker"
-                                                    : "coordinator", tool);
+            snprintf(out, len, "%s/../%s/%s", self,
+                     strcmp(tool, "a2a-worker") == 0 ? "worker" : "coordinator", tool);
             if (access(out, X_OK) == 0)
                 return;
             snprintf(out, len, "%s/%s", self, tool);
@@ -413,7 +413,8 @@ main(int argc, char **argv)
     snprintf(cfg, sizeof(cfg), "%s/cluster.yaml", tmpdir);
     /* A free port can be taken by someone else before a service binds it: try again. */
     for (int attempt = 0; attempt < 5 && !interrupted; attempt++) {
-        if (free_ports(1 + 2 * workers, ports) != 0 || write_config(cfg, workers, rpw, ports) != 0) {
+        if (free_ports(1 + 2 * workers, ports) != 0 ||
+            write_config(cfg, workers, rpw, ports) != 0) {
             fprintf(stderr, "a2a-launch: cannot write %s: %s\n", cfg, strerror(errno));
             break;
         }

@@ -135,8 +135,8 @@ m_health(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 }
 
 static const rpc_method api_table[] = {
-    {"Hello", m_hello},           {"GetGroup", m_get},          {"CreateGroup", m_create},
-    {"DestroyGroup", m_destroy},  {"AllToAllV", m_alltoallv},   {"Health", m_health},
+    {"Hello", m_hello},          {"GetGroup", m_get},        {"CreateGroup", m_create},
+    {"DestroyGroup", m_destroy}, {"AllToAllV", m_alltoallv}, {"Health", m_health},
 };
 
 const rpc_method *

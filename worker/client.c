@@ -23,8 +23,8 @@
 #include "common/wire.h"
 #include "server/rpc.h"
 
-#define CLIENT_CALL_MS 10000   /* deadline of group calls */
-#define CLIENT_SLACK_MS 5000   /* what an operation's RPC deadline adds to the operation's */
+#define CLIENT_CALL_MS 10000 /* deadline of group calls */
+#define CLIENT_SLACK_MS 5000 /* what an operation's RPC deadline adds to the operation's */
 #define CLIENT_DEFAULT_OP_MS 60000
 
 /* The message of the last failed call of one thread on one job. */
@@ -121,8 +121,8 @@ call(a2a_job *job, const char *method, msgpack_sbuffer *req, int64_t timeout_ms,
      size_t *replen)
 {
     char err[1024];
-    a2a_status st = rpc_call(job->cli, method, req->data, req->size, timeout_ms, rep, replen,
-                             err, sizeof(err));
+    a2a_status st =
+        rpc_call(job->cli, method, req->data, req->size, timeout_ms, rep, replen, err, sizeof(err));
     if (st == A2A_ERR_UNAVAILABLE && job->worker[0] != '\0' && strstr(err, "worker ") != err)
         job_fail(job, st, "worker %s: %s", job->worker, err);
     else if (st != A2A_OK)
@@ -149,7 +149,8 @@ job_hello(a2a_job *job, const char *url)
     else if (st == A2A_OK && !h.direct)
         st = job_fail(job, A2A_ERR_PERMISSION_DENIED,
                       "worker %s at %s cannot reach this process's memory: run the job on the "
-                      "worker's host, as the same user", h.worker, url);
+                      "worker's host, as the same user",
+                      h.worker, url);
     else if (st == A2A_OK) { /* let the worker read and write us, also where ptrace is restricted */
         prctl(PR_SET_PTRACER, (unsigned long)h.pid, 0, 0, 0);
         snprintf(job->worker, sizeof(job->worker), "%s", h.worker);
@@ -173,8 +174,8 @@ a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
     if (worker_url == NULL && (worker_url = env_url) == NULL)
         return job_fail(NULL, A2A_ERR_INVALID_ARGUMENT,
                         "no worker: pass its URL or set A2A_WORKER_URL");
-    if (world_rank < 0 && (env_rank == NULL || parse_i64(env_rank, &world_rank) != 0 ||
-                           world_rank < 0))
+    if (world_rank < 0 &&
+        (env_rank == NULL || parse_i64(env_rank, &world_rank) != 0 || world_rank < 0))
         return job_fail(NULL, A2A_ERR_INVALID_ARGUMENT,
                         "no rank: pass it or set A2A_RANK to a world rank (got \"%s\")",
                         env_rank ? env_rank : "");
@@ -517,8 +518,8 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
     memcpy(w.counts + w.n, args->send_displacements, w.n * sizeof(int64_t));
     memcpy(w.counts + 2 * w.n, args->recv_counts, w.n * sizeof(int64_t));
     memcpy(w.counts + 3 * w.n, args->recv_displacements, w.n * sizeof(int64_t));
-    if ((st = args_check(w.n, (int64_t)(int)args->dtype, args->send_len, args->recv_len, w.counts, why,
-                         sizeof(why))) != A2A_OK) {
+    if ((st = args_check(w.n, (int64_t)(int)args->dtype, args->send_len, args->recv_len, w.counts,
+                         why, sizeof(why))) != A2A_OK) {
         free(w.counts);
         return job_fail(job, st, "%s", why);
     }

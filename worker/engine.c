@@ -231,8 +231,8 @@ group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
         if (w < 0) {
             eng_err(err, errlen, A2A_ERR_INTERNAL,
                     "group \"%s\" has a member on worker \"%s\", which %s does not know: the "
-                    "coordinator and this worker read different files", wg->name,
-                    wg->members[i].worker, e->cfg->path);
+                    "coordinator and this worker read different files",
+                    wg->name, wg->members[i].worker, e->cfg->path);
             goto fail;
         }
         g->peer[i] = w == self ? -1 : w;
@@ -510,8 +510,7 @@ missing_ranks(const eng_call *c, char *buf, size_t len)
     for (size_t r = 0; r < n && off + 24 < len; r++) {
         const eng_rx *rx = &op->rx[(size_t)c->lidx * n + r];
         const eng_tx *tx = &op->tx[(size_t)c->lidx * n + r];
-        int waiting = op->g->peer[r] < 0 ? op->calls[r] == NULL
-                                         : (!rx->have_slice || !tx->ready);
+        int waiting = op->g->peer[r] < 0 ? op->calls[r] == NULL : (!rx->have_slice || !tx->ready);
         if (waiting)
             off += (size_t)snprintf(buf + off, len - off, "%s%zu", k++ ? ", " : "", r);
     }
@@ -641,8 +640,8 @@ engine_alltoallv(engine *e, const wire_a2av *a, char *err, size_t errlen)
                      (long long)a->job.world_rank, a->group);
     } else if (a->n != g->n) {
         st = eng_err(err, errlen, A2A_ERR_INVALID_ARGUMENT,
-                     "group \"%s\" has %zu ranks, but the call gave counts for %zu", a->group,
-                     g->n, a->n);
+                     "group \"%s\" has %zu ranks, but the call gave counts for %zu", a->group, g->n,
+                     a->n);
     } else {
         c.lidx = g->lidx[c.grank];
         st = call_run(e, g, &c, timeout, err, errlen);

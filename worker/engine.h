@@ -25,10 +25,10 @@
 #include "common/config.h"
 #include "common/wire.h"
 
-#define ENGINE_CHUNK (1u << 20)       /* bytes per DATA frame */
-#define ENGINE_HEARTBEAT_MS 500       /* an idle link sends a heartbeat this often */
-#define ENGINE_LINK_DEAD_MS 3000      /* a link silent this long is dead */
-#define ENGINE_DIAL_MS 2000           /* how long to try to reach a peer */
+#define ENGINE_CHUNK (1u << 20)  /* bytes per DATA frame */
+#define ENGINE_HEARTBEAT_MS 500  /* an idle link sends a heartbeat this often */
+#define ENGINE_LINK_DEAD_MS 3000 /* a link silent this long is dead */
+#define ENGINE_DIAL_MS 2000      /* how long to try to reach a peer */
 #define ENGINE_DEFAULT_TIMEOUT_MS 60000
 
 typedef struct engine engine;

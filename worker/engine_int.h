@@ -43,10 +43,10 @@ struct eng_peer {
     const cfg_worker *w;
     nng_stream *out;
     pthread_t sender;
-    int started;          /* the sender thread runs */
-    pthread_cond_t cv;    /* work for the sender */
+    int started;       /* the sender thread runs */
+    pthread_cond_t cv; /* work for the sender */
     eng_ctl *ctl_head, *ctl_tail;
-    eng_send *sends;      /* round robin */
+    eng_send *sends; /* round robin */
     int64_t last_sent_ms;
     nng_stream *in;       /* the current incoming link */
     uint64_t incarnation; /* from its HELLO; 0 before */
@@ -89,9 +89,9 @@ struct eng_op {
     eng_op *next;
     eng_group *g;
     uint64_t num;
-    eng_call **calls; /* by group rank; local ranks only */
-    eng_rx *rx;       /* [lidx(d) * n + s] */
-    eng_tx *tx;       /* [lidx(s) * n + d] */
+    eng_call **calls;     /* by group rank; local ranks only */
+    eng_rx *rx;           /* [lidx(d) * n + s] */
+    eng_tx *tx;           /* [lidx(s) * n + d] */
     size_t arrived, left; /* local calls that came, and that went */
     a2a_status status;
     char msg[1024];

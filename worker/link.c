@@ -64,8 +64,7 @@ encode_frame(msgpack_sbuffer *sb, const frame *f, uint64_t payload_len)
     msgpack_sbuffer_write(sb, (const char *)prefix, sizeof(prefix));
     if (frame_header_encode(sb, f) != 0)
         return -1;
-    frame_prefix_encode((uint8_t *)sb->data, (uint32_t)(sb->size - FRAME_PREFIX_LEN),
-                        payload_len);
+    frame_prefix_encode((uint8_t *)sb->data, (uint32_t)(sb->size - FRAME_PREFIX_LEN), payload_len);
     return 0;
 }
 
@@ -83,7 +82,8 @@ link_send_ctl(engine *e, eng_peer *p, const frame *f, eng_op *op)
         if (op != NULL)
             op_fail(e, op, A2A_ERR_RESOURCE_EXHAUSTED, 1,
                     "cannot queue a frame of type %d for worker %s (out of memory, or its "
-                    "header is over %u bytes)", f->type, p->w->name, FRAME_HEADER_MAX);
+                    "header is over %u bytes)",
+                    f->type, p->w->name, FRAME_HEADER_MAX);
         return;
     }
     c->next = NULL;
@@ -370,7 +370,7 @@ sender_thread(void *arg)
 
 typedef struct {
     nng_aio *aio;
-    uint8_t *hdr;     /* grows up to FRAME_HEADER_MAX */
+    uint8_t *hdr; /* grows up to FRAME_HEADER_MAX */
     size_t hcap;
     uint8_t *payload; /* grows up to FRAME_PAYLOAD_MAX */
     size_t cap;
@@ -387,8 +387,8 @@ read_frame(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout
     int rv;
 
     if ((rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
-        snprintf(why, whylen, "%s", rv == NNG_ETIMEDOUT ? "silent for too long (no heartbeat)"
-                                                        : nng_strerror(rv));
+        snprintf(why, whylen, "%s",
+                 rv == NNG_ETIMEDOUT ? "silent for too long (no heartbeat)" : nng_strerror(rv));
         return -1;
     }
     if (frame_prefix_decode(prefix, &hlen, plen, why, whylen) != 0)

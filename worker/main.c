@@ -14,16 +14,15 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: a2a-worker --config FILE --name NAME\n"
-            "\n"
-            "Runs worker NAME of the cluster FILE: serves the worker API for jobs on its\n"
-            "url and peer links to the other workers on its data_url.\n"
-            "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
-            "  --name NAME     which worker of FILE this is\n"
-            "\n"
-            "Prints \"listening on URL data DATA_URL\" on stdout once it serves.\n"
-            "SIGTERM or SIGINT stops it. Logging: A2A_LOG_LEVEL=error|warn|info|debug.\n");
+    fprintf(f, "usage: a2a-worker --config FILE --name NAME\n"
+               "\n"
+               "Runs worker NAME of the cluster FILE: serves the worker API for jobs on its\n"
+               "url and peer links to the other workers on its data_url.\n"
+               "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
+               "  --name NAME     which worker of FILE this is\n"
+               "\n"
+               "Prints \"listening on URL data DATA_URL\" on stdout once it serves.\n"
+               "SIGTERM or SIGINT stops it. Logging: A2A_LOG_LEVEL=error|warn|info|debug.\n");
 }
 
 static int

@@ -320,14 +320,9 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
         else
             on_ready(e, p, g, op, f);
         break;
-    case FRAME_SLICE:
-        on_slice(e, p, g, op, f);
-        break;
-    case FRAME_ABORT:
-        op_fail(e, op, f->status, 0, "%s", f->message);
-        break;
-    default:
-        break;
+    case FRAME_SLICE: on_slice(e, p, g, op, f); break;
+    case FRAME_ABORT: op_fail(e, op, f->status, 0, "%s", f->message); break;
+    default: break;
     }
 }
 
