@@ -3,12 +3,21 @@
 
 #include <string.h>
 
-#define DTYPE_TABLE(X)                                                                    \
-    X(INT8, "int8", 1)                                                                    \
-    X(UINT8, "uint8", 1) X(INT16, "int16", 2) X(UINT16, "uint16", 2) X(INT32, "int32", 4) \
-        X(UINT32, "uint32", 4) X(INT64, "int64", 8) X(UINT64, "uint64", 8)                \
-            X(FLOAT16, "float16", 2) X(FLOAT32, "float32", 4) X(FLOAT64, "float64", 8)    \
-                X(BFLOAT16, "bfloat16", 2)
+/* clang-format off */
+#define DTYPE_TABLE(X)           \
+    X(INT8, "int8", 1)           \
+    X(UINT8, "uint8", 1)         \
+    X(INT16, "int16", 2)         \
+    X(UINT16, "uint16", 2)       \
+    X(INT32, "int32", 4)         \
+    X(UINT32, "uint32", 4)       \
+    X(INT64, "int64", 8)         \
+    X(UINT64, "uint64", 8)       \
+    X(FLOAT16, "float16", 2)     \
+    X(FLOAT32, "float32", 4)     \
+    X(FLOAT64, "float64", 8)     \
+    X(BFLOAT16, "bfloat16", 2)
+/* clang-format on */
 
 #define DTYPE_ENTRY(e, n, s) [A2A_##e] = {n, s},
 static const struct {
