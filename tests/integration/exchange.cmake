@@ -27,6 +27,12 @@ a2a_exchange_test(threads 2x2)
 a2a_exchange_test(deadline 2x2)
 a2a_exchange_test(deadline 3x1)
 a2a_exchange_test(big 2x2)
+# a slice over 2 GiB, in memory (same worker) and over a link; label "huge":
+# too big for the TSan stage's shadow memory
+a2a_exchange_test(huge 1x2)
+a2a_exchange_test(huge 2x1)
+set_tests_properties(integration.exchange.huge.1x2 integration.exchange.huge.2x1
+  PROPERTIES LABELS "integration;huge" RUN_SERIAL TRUE)
 
 add_test(NAME integration.worker_restart
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_worker_restart.sh

@@ -958,6 +958,82 @@ loop_mode(a2a_job *job, int64_t N, int64_t seconds)
     return bad;
 }
 
+/*
+ * huge: rank 0 sends rank 1 one slice of more than 2 GiB of int8 (a count that
+ * does not fit in 32 bits), every other pair sends 3 elements; every byte is
+ * checked. Needs about 5 GiB of memory for two ranks.
+ */
+#define HUGE_BYTES (((int64_t)9 << 28) + 12345) /* 2.25 GiB + a bit */
+
+static uint8_t
+huge_byte(int64_t k)
+{
+    return (uint8_t)((k * 131 + (k >> 20) * 7 + 3) & 0xff);
+}
+
+static int
+huge_mode(a2a_job *job, int64_t N)
+{
+    int64_t *c = calloc((size_t)N * 4, sizeof(int64_t)), send_total = 0, recv_total = 0;
+    int64_t *sc = c, *sd = c + N, *rc = c + 2 * N, *rd = c + 3 * N, bad = 0;
+    uint8_t *sb, *rb;
+    a2a_status st;
+
+    if (N < 2) {
+        say("needs at least 2 ranks");
+        return 1;
+    }
+    for (int64_t j = 0; j < N; j++) {
+        sc[j] = world_me == 0 && j == 1 ? HUGE_BYTES : 3;
+        rc[j] = world_me == 1 && j == 0 ? HUGE_BYTES : 3;
+        sd[j] = send_total;
+        rd[j] = recv_total;
+        send_total += sc[j];
+        recv_total += rc[j];
+    }
+    sb = malloc((size_t)send_total);
+    rb = malloc((size_t)recv_total);
+    if (sb == NULL || rb == NULL) {
+        say("cannot allocate %" PRId64 " + %" PRId64 " bytes", send_total, recv_total);
+        return 1;
+    }
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t k = 0; k < sc[j]; k++)
+            sb[sd[j] + k] = sc[j] == HUGE_BYTES ? huge_byte(k) : (uint8_t)(world_me * 16 + j);
+    memset(rb, GUARD, (size_t)recv_total);
+    a2a_alltoallv_args a = {.dtype = A2A_INT8,
+                            .send_data = sb,
+                            .send_len = (size_t)send_total,
+                            .send_counts = sc,
+                            .send_displacements = sd,
+                            .recv_data = rb,
+                            .recv_len = (size_t)recv_total,
+                            .recv_counts = rc,
+                            .recv_displacements = rd,
+                            .timeout_ms = 120000};
+    int64_t t0 = now_ms();
+    if ((st = a2a_all_to_all_v(job, &a)) != A2A_OK) {
+        say("a2a_all_to_all_v: %s: %s", a2a_status_name(st), a2a_job_error(job));
+        return 1;
+    }
+    for (int64_t i = 0; i < N && !bad; i++)
+        for (int64_t k = 0; k < rc[i] && !bad; k++) {
+            uint8_t want = rc[i] == HUGE_BYTES ? huge_byte(k) : (uint8_t)(i * 16 + world_me);
+            if (rb[rd[i] + k] != want) {
+                say("byte %" PRId64 " from rank %" PRId64 " is %u, expected %u", k, i,
+                    rb[rd[i] + k], want);
+                bad = 1;
+            }
+        }
+    if (world_me == 1 && !bad)
+        say("%" PRId64 " bytes from rank 0 verified (%" PRId64 " ms)", (int64_t)HUGE_BYTES,
+            now_ms() - t0);
+    free(sb);
+    free(rb);
+    free(c);
+    return (int)bad;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -970,7 +1046,7 @@ main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2 || env_n == NULL || env_r == NULL) {
         fprintf(stderr, "usage: exchange_check random SEED ITERS | invalid | mismatch | threads |"
-                        " deadline | big | loop SECONDS  (under a2a-launch)\n");
+                        " deadline | big | huge | loop SECONDS  (under a2a-launch)\n");
         return 2;
     }
     mode = argv[1];
@@ -992,6 +1068,8 @@ main(int argc, char **argv)
         bad = deadline_mode(job, N);
     else if (strcmp(mode, "big") == 0)
         bad = big_mode(job, N);
+    else if (strcmp(mode, "huge") == 0)
+        bad = huge_mode(job, N);
     else if (strcmp(mode, "loop") == 0 && argc == 3)
         bad = loop_mode(job, N, atoll(argv[2]));
     else {
