@@ -142,7 +142,7 @@ stage_valgrind() {
     fi
     build build >"$LOGDIR/valgrind-build.log" 2>&1 || { cat "$LOGDIR/valgrind-build.log"; return 1; }
     for t in build/tests/test_*; do
-        [ -f "$t" ] && [ -x "$t" ] || continue
+        if [ ! -f "$t" ] || [ ! -x "$t" ]; then continue; fi
         ran=$((ran + 1))
         rc=0
         timeout 900 valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
