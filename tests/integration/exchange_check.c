@@ -523,6 +523,8 @@ base_init(base_args *b, int64_t n, int64_t me)
         b->rd[j] = b->rlen + 1;
         b->rlen += b->rc[j] + 1;
     }
+    free(b->send); /* base_init runs again to restore the arguments */
+    free(b->recv);
     b->send = calloc((size_t)b->slen, 4);
     b->recv = malloc((size_t)b->rlen * 4);
     memset(b->recv, GUARD, (size_t)b->rlen * 4);
