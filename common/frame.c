@@ -82,8 +82,15 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
     switch (f->type) {
     case FRAME_HELLO:
-        r = msgpack_pack_array(&pk, 3) || msgpack_pack_int(&pk, f->type) ||
-            pack_str(&pk, f->worker) || msgpack_pack_uint64(&pk, f->incarnation);
+        r = msgpack_pack_array(&pk, 4) || msgpack_pack_int(&pk, f->type) ||
+            pack_str(&pk, f->worker) || msgpack_pack_uint64(&pk, f->incarnation) ||
+            msgpack_pack_bin(&pk, f->has_mac ? AUTH_MAC_LEN : 0) ||
+            (f->has_mac && msgpack_pack_bin_body(&pk, f->mac, AUTH_MAC_LEN));
+        break;
+    case FRAME_CHALLENGE:
+        r = msgpack_pack_array(&pk, 2) || msgpack_pack_int(&pk, f->type) ||
+            msgpack_pack_bin(&pk, AUTH_NONCE_LEN) ||
+            msgpack_pack_bin_body(&pk, f->nonce, AUTH_NONCE_LEN);
         break;
     case FRAME_HEARTBEAT: r = msgpack_pack_array(&pk, 1) || msgpack_pack_int(&pk, f->type); break;
     case FRAME_READY:
@@ -186,16 +193,33 @@ static int
 body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t errlen)
 {
     int32_t st = 0;
-    static const uint32_t fields[] = {[FRAME_HELLO] = 3, [FRAME_READY] = 7, [FRAME_SLICE] = 10,
-                                      [FRAME_DATA] = 7,  [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1};
+    static const uint32_t fields[] = {[FRAME_HELLO] = 4, [FRAME_READY] = 7,
+                                      [FRAME_SLICE] = 10, [FRAME_DATA] = 7,
+                                      [FRAME_ABORT] = 6,  [FRAME_HEARTBEAT] = 1,
+                                      [FRAME_CHALLENGE] = 2};
+    const uint8_t *b;
+    size_t blen;
     if (n != fields[f->type])
         return frame_fail(err, errlen, "frame type %d with %u fields", f->type, n);
     switch (f->type) {
     case FRAME_HELLO:
-        return wire_str(f->worker, CFG_WORKER_NAME_MAX, &a[1], "worker", err, errlen) ||
-                       wire_u64(&f->incarnation, &a[2], "incarnation", err, errlen)
-                   ? -1
-                   : 0;
+        if (wire_str(f->worker, CFG_WORKER_NAME_MAX, &a[1], "worker", err, errlen) ||
+            wire_u64(&f->incarnation, &a[2], "incarnation", err, errlen) ||
+            wire_bin(&b, &blen, AUTH_MAC_LEN, &a[3], "proof", err, errlen))
+            return -1;
+        if (blen != 0 && blen != AUTH_MAC_LEN)
+            return frame_fail(err, errlen, "proof of %zu bytes", blen);
+        f->has_mac = blen == AUTH_MAC_LEN;
+        if (f->has_mac)
+            memcpy(f->mac, b, AUTH_MAC_LEN);
+        return 0;
+    case FRAME_CHALLENGE:
+        if (wire_bin(&b, &blen, AUTH_NONCE_LEN, &a[1], "nonce", err, errlen))
+            return -1;
+        if (blen != AUTH_NONCE_LEN)
+            return frame_fail(err, errlen, "nonce of %zu bytes", blen);
+        memcpy(f->nonce, b, AUTH_NONCE_LEN);
+        return 0;
     case FRAME_HEARTBEAT: return 0;
     case FRAME_READY:
         return opid_decode(&f->id, &a[1], err, errlen) || ready_decode(f, a, err, errlen) ? -1 : 0;
@@ -247,7 +271,7 @@ frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_l
         goto out;
     }
     type = 0;
-    if (small_field(&type, &root.via.array.ptr[0], FRAME_HEARTBEAT, "frame type", err, errlen) != 0)
+    if (small_field(&type, &root.via.array.ptr[0], FRAME_CHALLENGE, "frame type", err, errlen) != 0)
         goto out;
     if (type < FRAME_HELLO) {
         frame_fail(err, errlen, "unknown frame type %d", type);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "a2a.h"
+#include "auth.h"
 #include "config.h"
 
 #define FRAME_MAGIC 0x4132414cu /* "A2AL" */
@@ -40,7 +41,11 @@ typedef enum {
     FRAME_DATA = 4,      /* a chunk of a slice at a byte offset */
     FRAME_ABORT = 5,     /* an operation failed: status and message */
     FRAME_HEARTBEAT = 6, /* the link is alive */
+    FRAME_CHALLENGE = 7, /* from the listener, with a token: the nonce HELLO must answer */
 } frame_type;
+
+/* The label of a link's proof: HMAC(secret, label || challenge nonce || worker || incarnation). */
+#define FRAME_LINK_LABEL "a2a link"
 
 /* The operation a frame belongs to. */
 typedef struct {
@@ -55,6 +60,9 @@ typedef struct {
     /* HELLO */
     char worker[CFG_WORKER_NAME_MAX + 1];
     uint64_t incarnation;
+    int has_mac;                  /* HELLO: a proof of the token follows */
+    uint8_t mac[AUTH_MAC_LEN];    /* HELLO */
+    uint8_t nonce[AUTH_NONCE_LEN]; /* CHALLENGE */
     /* READY: dst expects counts[i] elements from group rank srcs[i] */
     int64_t src, dst;                /* SLICE, DATA: group ranks; READY: dst */
     int32_t dtype;                   /* READY, SLICE */

@@ -853,3 +853,39 @@ wire_register_decode(wire_register *r, const uint8_t *buf, size_t len, char *err
     frame_close(&fr);
     return rc;
 }
+
+int
+wire_bins_encode(msgpack_sbuffer *sb, size_t n, const uint8_t *const *bins)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    if (msgpack_pack_array(&pk, n) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (pack_bin(&pk, bins[i], WIRE_BIN32) != 0)
+            return -1;
+    return 0;
+}
+
+int
+wire_bins_decode(uint8_t (*out)[WIRE_BIN32], size_t n, const uint8_t *buf, size_t len, char *err,
+                 size_t errlen)
+{
+    wire_frame fr;
+    int rc = 0;
+
+    if (frame_open(&fr, buf, len, (uint32_t)n, "auth message", err, errlen) != 0)
+        return -1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const uint8_t *p;
+        size_t plen;
+        if (wire_bin(&p, &plen, WIRE_BIN32, &fr.f[i], "auth field", err, errlen) != 0)
+            rc = -1;
+        else if (plen != WIRE_BIN32)
+            rc = wire_fail(err, errlen, "auth field %zu: %zu bytes, not %d", i, plen, WIRE_BIN32);
+        else
+            memcpy(out[i], p, WIRE_BIN32);
+    }
+    frame_close(&fr);
+    return rc;
+}

@@ -164,6 +164,16 @@ int wire_register_encode(msgpack_sbuffer *sb, const wire_register *r);
 int wire_register_decode(wire_register *r, const uint8_t *buf, size_t len, char *err,
                          size_t errlen);
 
+/* ---- authentication bodies: arrays of 32-byte bins (nonces, proofs) ---- */
+
+#define WIRE_BIN32 32
+
+/* wire_bins_encode appends an array of n 32-byte bins. */
+int wire_bins_encode(msgpack_sbuffer *sb, size_t n, const uint8_t *const *bins);
+/* wire_bins_decode accepts exactly an array of n bins of 32 bytes each, copied to out. */
+int wire_bins_decode(uint8_t (*out)[WIRE_BIN32], size_t n, const uint8_t *buf, size_t len,
+                     char *err, size_t errlen);
+
 /* ---- worker API bodies ---- */
 
 /* Who a job is, and how the worker may reach its memory. */

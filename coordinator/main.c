@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "coord.h"
 #include "server/rpc.h"
+#include "server/secure.h"
 
 static void
 usage(FILE *f)
@@ -44,20 +45,28 @@ serve(cfg_cluster *cfg, const char *path, const char *listen)
 {
     coord *c = NULL;
     rpc_server *srv = NULL;
+    secure sec;
     const rpc_method *methods;
     size_t nmethods;
     char err[512];
     sigset_t set;
     int sig = 0;
 
-    if (coord_alloc(&c, cfg) != A2A_OK) {
+    if (secure_from_cfg(&sec, cfg, err, sizeof(err)) != A2A_OK) {
+        log_error("%s", err);
         cfg_free(cfg);
         return 1;
     }
+    if (coord_alloc(&c, cfg) != A2A_OK) {
+        cfg_free(cfg);
+        secure_fini(&sec);
+        return 1;
+    }
     methods = coord_methods(&nmethods);
-    if (rpc_server_alloc(&srv, listen, methods, nmethods, c, 4, err, sizeof(err)) != A2A_OK) {
+    if (rpc_server_alloc(&srv, listen, methods, nmethods, c, 4, &sec.server, err, sizeof(err)) != A2A_OK) {
         log_error("%s", err);
         coord_free(c);
+        secure_fini(&sec);
         return 1;
     }
     printf("listening on %s\n", rpc_server_url(srv));
@@ -72,6 +81,7 @@ serve(cfg_cluster *cfg, const char *path, const char *listen)
     log_info("stopping on signal %d", sig);
     rpc_server_free(srv);
     coord_free(c);
+    secure_fini(&sec);
     return 0;
 }
 

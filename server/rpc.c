@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/wire.h"
+#include "gate.h"
 
 int64_t
 rpc_now_ms(void)
@@ -70,6 +71,7 @@ struct rpc_server {
      */
     pthread_rwlock_t lk;
     int closing;
+    gate *gate; /* NULL: no token */
     char url[300];
 };
 
@@ -127,6 +129,8 @@ server_reply(rpc_worker *w, nng_msg *msg, const wire_request *req, a2a_status st
     nng_aio_set_msg(w->aio, msg);
     if (worker_op(w, 1) != 0)
         nng_msg_free(msg);
+    if (ctx->close_after)
+        nng_pipe_close(ctx->pipe);
 }
 
 /* server_handle answers one request message; it owns msg. */
@@ -153,7 +157,9 @@ server_handle(rpc_worker *w, nng_msg *msg)
     ctx.pipe = nng_msg_get_pipe(msg);
     ctx.body = &body;
     m = server_lookup(s, req.method);
-    if (m == NULL)
+    if (s->gate != NULL && gate_check(s->gate, req.method, &ctx, req.body, req.body_len, &st))
+        ; /* answered by the gate */
+    else if (m == NULL)
         st = rpc_fail(&ctx, A2A_ERR_INVALID_ARGUMENT, "unknown method \"%s\"", req.method);
     else
         st = m->fn(s->arg, &ctx, req.body, req.body_len);
@@ -192,12 +198,49 @@ server_bound_url(rpc_server *s, const char *url)
     return 0;
 }
 
+static void
+server_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    rpc_server *s = arg;
+    if (ev == NNG_PIPE_EV_REM_POST && s->gate != NULL)
+        gate_pipe_gone(s->gate, p);
+}
+
+/* server_listen opens the socket and listens on url; on failure s is freed. */
+static a2a_status
+server_listen(rpc_server *s, const char *url, const rpc_security *sec, char *err, size_t errlen)
+{
+    int rv;
+
+    if ((rv = nng_rep0_open(&s->sock)) != 0) {
+        pthread_rwlock_destroy(&s->lk);
+        gate_free(s->gate);
+        free(s);
+        return rpc_err(err, errlen, A2A_ERR_INTERNAL, "rep socket: %s", nng_strerror(rv));
+    }
+    nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, RPC_RECV_MAX);
+    nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, server_pipe_cb, s);
+    if ((rv = nng_listener_create(&s->listener, s->sock, url)) != 0 ||
+        (sec != NULL && sec->tls != NULL && strncmp(url, "tls+", 4) == 0 &&
+         (rv = nng_listener_set_ptr(s->listener, NNG_OPT_TLS_CONFIG, sec->tls)) != 0) ||
+        (rv = nng_listener_start(s->listener, 0)) != 0) {
+        nng_close(s->sock);
+        pthread_rwlock_destroy(&s->lk);
+        gate_free(s->gate);
+        free(s);
+        return rpc_err(err, errlen,
+                       rv == NNG_EADDRINUSE ? A2A_ERR_UNAVAILABLE : A2A_ERR_INVALID_ARGUMENT,
+                       "cannot listen on %s: %s", url, nng_strerror(rv));
+    }
+    return A2A_OK;
+}
+
 a2a_status
 rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, size_t nmethods,
-                 void *arg, int nthreads, char *err, size_t errlen)
+                 void *arg, int nthreads, const rpc_security *sec, char *err, size_t errlen)
 {
     rpc_server *s;
-    int rv;
+    a2a_status st;
 
     *out = NULL;
     if ((s = calloc(1, sizeof(*s))) == NULL)
@@ -206,21 +249,13 @@ rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, s
     s->nmethods = nmethods;
     s->arg = arg;
     pthread_rwlock_init(&s->lk, NULL);
-    if ((rv = nng_rep0_open(&s->sock)) != 0) {
+    if (sec != NULL && sec->key != NULL && (s->gate = gate_alloc(sec->key)) == NULL) {
         pthread_rwlock_destroy(&s->lk);
         free(s);
-        return rpc_err(err, errlen, A2A_ERR_INTERNAL, "rep socket: %s", nng_strerror(rv));
+        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
-    nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, RPC_RECV_MAX);
-    if ((rv = nng_listener_create(&s->listener, s->sock, url)) != 0 ||
-        (rv = nng_listener_start(s->listener, 0)) != 0) {
-        nng_close(s->sock);
-        pthread_rwlock_destroy(&s->lk);
-        free(s);
-        return rpc_err(err, errlen,
-                       rv == NNG_EADDRINUSE ? A2A_ERR_UNAVAILABLE : A2A_ERR_INVALID_ARGUMENT,
-                       "cannot listen on %s: %s", url, nng_strerror(rv));
-    }
+    if ((st = server_listen(s, url, sec, err, errlen)) != A2A_OK)
+        return st;
     server_bound_url(s, url);
     s->nthreads = nthreads > 0 ? nthreads : 4;
     s->workers = calloc((size_t)s->nthreads, sizeof(*s->workers));
@@ -264,6 +299,7 @@ rpc_server_free(rpc_server *s)
     }
     free(s->workers);
     pthread_rwlock_destroy(&s->lk);
+    gate_free(s->gate);
     free(s);
 }
 
@@ -285,6 +321,11 @@ struct rpc_client {
     int calls;              /* calls inside rpc_call */
     int closing;            /* rpc_client_free has begun */
     atomic_uint_fast64_t next_id;
+    uint32_t pipe_id;         /* the connection up, 0 for none */
+    uint32_t proved_pipe;     /* the connection that proved the secret */
+    pthread_mutex_t auth_mtx; /* one handshake at a time */
+    int has_key;
+    auth_key key;
     char url[300];
 };
 
@@ -292,12 +333,16 @@ static void
 client_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
     rpc_client *c = arg;
-    (void)p;
     pthread_mutex_lock(&c->mtx);
     if (ev == NNG_PIPE_EV_ADD_POST) {
+        c->pipe_id = (uint32_t)nng_pipe_id(p);
         c->pipes++;
         pthread_cond_broadcast(&c->cv);
     } else if (ev == NNG_PIPE_EV_REM_POST && c->pipes > 0) {
+        if (c->pipe_id == (uint32_t)nng_pipe_id(p))
+            c->pipe_id = 0;
+        if (c->proved_pipe == (uint32_t)nng_pipe_id(p))
+            c->proved_pipe = 0;
         if (--c->pipes == 0)
             for (rpc_inflight *f = c->inflight; f != NULL; f = f->next) {
                 f->lost = 1;
@@ -308,7 +353,8 @@ client_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 }
 
 a2a_status
-rpc_client_alloc(rpc_client **out, const char *url, char *err, size_t errlen)
+rpc_client_alloc(rpc_client **out, const char *url, const rpc_security *sec, char *err,
+                 size_t errlen)
 {
     rpc_client *c;
     int rv;
@@ -317,10 +363,16 @@ rpc_client_alloc(rpc_client **out, const char *url, char *err, size_t errlen)
     if ((c = calloc(1, sizeof(*c))) == NULL)
         return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     pthread_mutex_init(&c->mtx, NULL);
+    pthread_mutex_init(&c->auth_mtx, NULL);
     pthread_cond_init(&c->cv, NULL);
     atomic_init(&c->next_id, 1);
+    if (sec != NULL && sec->key != NULL) {
+        c->key = *sec->key;
+        c->has_key = 1;
+    }
     snprintf(c->url, sizeof(c->url), "%s", url);
     if ((rv = nng_req0_open(&c->sock)) != 0) {
+        pthread_mutex_destroy(&c->auth_mtx);
         pthread_mutex_destroy(&c->mtx);
         pthread_cond_destroy(&c->cv);
         free(c);
@@ -334,6 +386,8 @@ rpc_client_alloc(rpc_client **out, const char *url, char *err, size_t errlen)
     nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, client_pipe_cb, c);
     nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, client_pipe_cb, c);
     if ((rv = nng_dialer_create(&c->dialer, c->sock, url)) != 0 ||
+        (sec != NULL && sec->tls != NULL && strncmp(url, "tls+", 4) == 0 &&
+         (rv = nng_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, sec->tls)) != 0) ||
         (rv = nng_dialer_start(c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
         rpc_client_free(c);
         return rpc_err(err, errlen, A2A_ERR_INVALID_ARGUMENT, "cannot dial %s: %s", url,
@@ -490,12 +544,11 @@ rpc_call(rpc_client *c, const char *method, const void *body, size_t len, int64_
     return st;
 }
 
+/* client_roundtrip sends one request and waits for its reply until deadline. */
 static a2a_status
-rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len,
-                 int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
+client_roundtrip(rpc_client *c, const char *method, const void *body, size_t len,
+                 int64_t deadline, uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
 {
-    int64_t start = rpc_now_ms(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0);
-    int64_t wait = timeout_ms < RPC_CONNECT_WAIT_MS ? timeout_ms : RPC_CONNECT_WAIT_MS;
     wire_request req = {.body = body, .body_len = len};
     msgpack_sbuffer sb;
     nng_msg *msg = NULL, *rmsg = NULL;
@@ -503,10 +556,6 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
     nng_ctx ctx;
     a2a_status st;
 
-    *reply = NULL;
-    *reply_len = 0;
-    if (client_wait_pipe(c, start + wait) != 0)
-        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s", c->url);
     snprintf(req.method, sizeof(req.method), "%s", method);
     req.id = atomic_fetch_add(&c->next_id, 1);
     req.timeout_ms = (uint64_t)(deadline - rpc_now_ms() > 0 ? deadline - rpc_now_ms() : 0);
@@ -518,9 +567,14 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
         return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     msgpack_sbuffer_destroy(&sb);
-    if (nng_ctx_open(&ctx, c->sock) != 0 || nng_aio_alloc(&aio, NULL, NULL) != 0) {
+    if (nng_ctx_open(&ctx, c->sock) != 0) {
         nng_msg_free(msg);
         return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
+    }
+    if (nng_aio_alloc(&aio, NULL, NULL) != 0) {
+        nng_msg_free(msg);
+        nng_ctx_close(ctx);
+        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     st = client_exchange(c, ctx, aio, msg, deadline, &rmsg, err, errlen);
     if (st == A2A_OK) {
@@ -530,6 +584,88 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
     nng_aio_free(aio);
     nng_ctx_close(ctx);
     return st;
+}
+
+/* client_handshake proves the secret on the current connection (see server/gate.h). */
+static a2a_status
+client_handshake(rpc_client *c, int64_t deadline, char *err, size_t errlen)
+{
+    uint8_t cnonce[AUTH_NONCE_LEN], got[2][WIRE_BIN32], mac[AUTH_MAC_LEN], *rep = NULL;
+    const uint8_t *out[1] = {cnonce};
+    size_t replen = 0;
+    msgpack_sbuffer sb;
+    char why[256];
+    a2a_status st;
+
+    auth_nonce(cnonce);
+    msgpack_sbuffer_init(&sb);
+    wire_bins_encode(&sb, 1, out);
+    st = client_roundtrip(c, GATE_CHALLENGE, sb.data, sb.size, deadline, &rep, &replen, err,
+                          errlen);
+    msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_ERR_INVALID_ARGUMENT) /* a server without a token knows no AuthChallenge */
+        st = rpc_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                     "%s does not take a token, but this client has one: the sides are set up "
+                     "differently", c->url);
+    if (st == A2A_OK && wire_bins_decode(got, 2, rep, replen, why, sizeof(why)) != 0)
+        st = rpc_err(err, errlen, A2A_ERR_PERMISSION_DENIED, "bad challenge from %s: %s", c->url,
+                     why);
+    free(rep);
+    if (st != A2A_OK)
+        return st;
+    auth_mac(&c->key, GATE_SERVER_LABEL, cnonce, AUTH_NONCE_LEN, got[0], AUTH_NONCE_LEN, mac);
+    if (!auth_equal(mac, got[1], AUTH_MAC_LEN))
+        return rpc_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                       "%s does not know our token: wrong token on one side", c->url);
+    auth_mac(&c->key, GATE_CLIENT_LABEL, got[0], AUTH_NONCE_LEN, cnonce, AUTH_NONCE_LEN, mac);
+    out[0] = mac;
+    msgpack_sbuffer_init(&sb);
+    wire_bins_encode(&sb, 1, out);
+    rep = NULL;
+    st = client_roundtrip(c, GATE_PROVE, sb.data, sb.size, deadline, &rep, &replen, err, errlen);
+    msgpack_sbuffer_destroy(&sb);
+    free(rep);
+    return st;
+}
+
+/* client_auth makes sure the current connection proved the secret. */
+static a2a_status
+client_auth(rpc_client *c, int64_t deadline, char *err, size_t errlen)
+{
+    a2a_status st = A2A_OK;
+    uint32_t pipe;
+
+    pthread_mutex_lock(&c->auth_mtx);
+    int proved;
+
+    pthread_mutex_lock(&c->mtx);
+    pipe = c->pipe_id;
+    proved = pipe != 0 && pipe == c->proved_pipe;
+    pthread_mutex_unlock(&c->mtx);
+    if (!proved) {
+        st = client_handshake(c, deadline, err, errlen);
+        pthread_mutex_lock(&c->mtx);
+        if (st == A2A_OK && c->pipe_id == pipe)
+            c->proved_pipe = pipe;
+        pthread_mutex_unlock(&c->mtx);
+    }
+    pthread_mutex_unlock(&c->auth_mtx);
+    return st;
+}
+
+static a2a_status
+rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len,
+                 int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
+{
+    int64_t start = rpc_now_ms(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t wait = timeout_ms < RPC_CONNECT_WAIT_MS ? timeout_ms : RPC_CONNECT_WAIT_MS;
+    a2a_status st;
+
+    if (client_wait_pipe(c, start + wait) != 0)
+        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s", c->url);
+    if (c->has_key && (st = client_auth(c, deadline, err, errlen)) != A2A_OK)
+        return st;
+    return client_roundtrip(c, method, body, len, deadline, reply, reply_len, err, errlen);
 }
 
 void
@@ -553,6 +689,8 @@ rpc_client_free(rpc_client *c)
     pthread_mutex_lock(&c->mtx); /* orders the last callback's writes before the free */
     pthread_mutex_unlock(&c->mtx);
     pthread_mutex_destroy(&c->mtx);
+    pthread_mutex_destroy(&c->auth_mtx);
     pthread_cond_destroy(&c->cv);
+    auth_key_wipe(&c->key);
     free(c);
 }

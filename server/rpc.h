@@ -18,13 +18,26 @@
 
 #include <msgpack.h>
 #include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "a2a.h"
+#include "common/auth.h"
 
 #define RPC_RECV_MAX (8u << 20)  /* receive-size limit on every RPC socket */
 #define RPC_CONNECT_WAIT_MS 1500 /* how long a call waits for a connection */
+
+/*
+ * What protects a server or a client: with a key, every connection proves
+ * the shared secret before its first call (HMAC challenge-response, both
+ * ways); with a TLS configuration, tls+tcp:// URLs are encrypted. NULL
+ * fields, or a NULL rpc_security, mean neither.
+ */
+typedef struct {
+    const auth_key *key;
+    nng_tls_config *tls;
+} rpc_security;
 
 typedef struct rpc_server rpc_server;
 typedef struct rpc_client rpc_client;
@@ -35,6 +48,7 @@ typedef struct {
     nng_pipe pipe;         /* the caller's connection */
     msgpack_sbuffer *body; /* the reply body; written by the handler */
     char message[1024];    /* the reply message on failure */
+    int close_after;       /* close the caller's connection once the reply is sent */
 } rpc_ctx;
 
 /* A method: returns A2A_OK with the body filled, or a status with rpc_fail's message. */
@@ -51,7 +65,8 @@ typedef struct {
  * the caller and must outlive the server. *out is freed with rpc_server_free.
  */
 a2a_status rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods,
-                            size_t nmethods, void *arg, int nthreads, char *err, size_t errlen);
+                            size_t nmethods, void *arg, int nthreads, const rpc_security *sec,
+                            char *err, size_t errlen);
 
 /* rpc_server_url returns the URL the server listens on, with the bound port. */
 const char *rpc_server_url(const rpc_server *s);
@@ -63,8 +78,12 @@ void rpc_server_free(rpc_server *s);
 a2a_status rpc_fail(rpc_ctx *ctx, a2a_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* rpc_client_alloc starts dialling url; *out is freed with rpc_client_free. */
-a2a_status rpc_client_alloc(rpc_client **out, const char *url, char *err, size_t errlen);
+/*
+ * rpc_client_alloc starts dialling url; *out is freed with rpc_client_free.
+ * sec (copied) may be NULL.
+ */
+a2a_status rpc_client_alloc(rpc_client **out, const char *url, const rpc_security *sec,
+                            char *err, size_t errlen);
 
 /*
  * rpc_call calls method with body and waits at most timeout_ms. On A2A_OK

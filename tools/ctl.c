@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/wire.h"
 #include "server/rpc.h"
+#include "server/secure.h"
 
 typedef struct {
     rpc_client *cli;
@@ -33,6 +34,8 @@ usage(FILE *f)
                "  --coordinator URL   default $A2A_COORDINATOR_URL, e.g. tcp://127.0.0.1:7000\n"
                "  --json              print JSON for scripts instead of text\n"
                "  --timeout MS        deadline of the call (default 5000)\n"
+            "  --token-file FILE   the cluster's shared secret (default $A2A_TOKEN_FILE);\n"
+            "                      TLS: set A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA\n"
                "\n"
                "Exit status: 0 on success; 1 with one line \"a2a-ctl: CMD: STATUS: reason\"\n"
                "when the call fails; 2 for bad usage.\n");
@@ -255,15 +258,17 @@ main(int argc, char **argv)
     static const struct option opts[] = {{"coordinator", required_argument, NULL, 'c'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"timeout", required_argument, NULL, 't'},
+                                         {"token-file", required_argument, NULL, 'k'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *url = getenv("A2A_COORDINATOR_URL");
+    const char *url = getenv("A2A_COORDINATOR_URL"), *token_file = NULL;
+    secure sec;
     ctl c = {.timeout_ms = 5000};
     char err[512];
     int ch, rc;
 
     log_init("a2a-ctl");
-    while ((ch = getopt_long(argc, argv, "+c:jt:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+c:jt:k:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'c': url = optarg; break;
         case 'j': c.json = 1; break;
@@ -274,6 +279,7 @@ main(int argc, char **argv)
                 c.timeout_ms = -1;
             break;
         }
+        case 'k': token_file = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -294,11 +300,17 @@ main(int argc, char **argv)
         fprintf(stderr, "a2a-ctl: --timeout must be a positive number of milliseconds\n");
         return 2;
     }
-    if (rpc_client_alloc(&c.cli, url, err, sizeof(err)) != A2A_OK) {
+    if (secure_from_env(&sec, token_file, err, sizeof(err)) != A2A_OK) {
         fprintf(stderr, "a2a-ctl: %s: INVALID_ARGUMENT: %s\n", c.cmd, err);
+        return 1;
+    }
+    if (rpc_client_alloc(&c.cli, url, &sec.client, err, sizeof(err)) != A2A_OK) {
+        fprintf(stderr, "a2a-ctl: %s: INVALID_ARGUMENT: %s\n", c.cmd, err);
+        secure_fini(&sec);
         return 1;
     }
     rc = run(&c, argc - optind, argv + optind);
     rpc_client_free(c.cli);
+    secure_fini(&sec);
     return rc;
 }

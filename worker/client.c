@@ -22,6 +22,7 @@
 #include "common/dtype.h"
 #include "common/wire.h"
 #include "server/rpc.h"
+#include "server/secure.h"
 
 #define CLIENT_CALL_MS 10000 /* deadline of group calls */
 #define CLIENT_SLACK_MS 5000 /* what an operation's RPC deadline adds to the operation's */
@@ -47,6 +48,7 @@ struct a2a_job {
     wire_job_id id; /* id.nonce is what the worker reads back from this process */
     int64_t op_timeout_ms;
     char worker[CFG_WORKER_NAME_MAX + 1]; /* its name, from Hello */
+    secure sec;                           /* $A2A_TOKEN_FILE, $A2A_TLS_* */
     pthread_mutex_t mtx;
     job_err *errs;
     job_group *groups;
@@ -189,7 +191,9 @@ a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
     job->op_timeout_ms = CLIENT_DEFAULT_OP_MS;
     if (env_to != NULL && (parse_i64(env_to, &job->op_timeout_ms) != 0 || job->op_timeout_ms <= 0))
         job->op_timeout_ms = CLIENT_DEFAULT_OP_MS;
-    if ((st = rpc_client_alloc(&job->cli, worker_url, err, sizeof(err))) != A2A_OK ||
+    if ((st = secure_from_env(&job->sec, NULL, err, sizeof(err))) != A2A_OK ||
+        (st = rpc_client_alloc(&job->cli, worker_url, &job->sec.client, err, sizeof(err))) !=
+            A2A_OK ||
         (st = job_hello(job, worker_url)) != A2A_OK) {
         if (job->cli == NULL)
             job_fail(NULL, st, "%s", err);
@@ -215,6 +219,7 @@ a2a_job_close(a2a_job *job)
     if (job == NULL)
         return;
     rpc_client_free(job->cli);
+    secure_fini(&job->sec);
     while (job->errs != NULL) {
         job_err *e = job->errs;
         job->errs = e->next;

@@ -39,7 +39,8 @@ random_u64(void)
 }
 
 a2a_status
-engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, char *err, size_t errlen)
+engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secure *sec,
+             char *err, size_t errlen)
 {
     engine *e;
     a2a_status st;
@@ -49,6 +50,7 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, char *err, 
         return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     pthread_mutex_init(&e->mtx, NULL);
     e->cfg = cfg;
+    e->sec = sec;
     e->incarnation = random_u64();
     if ((e->self = cfg_find_worker(cfg, name)) == NULL) {
         engine_free(e);
@@ -66,7 +68,7 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, char *err, 
         e->peers[i].w = &cfg->workers[i];
         pthread_cond_init(&e->peers[i].cv, NULL);
     }
-    if ((st = rpc_client_alloc(&e->coord, cfg->coordinator_url, err, errlen)) != A2A_OK) {
+    if ((st = rpc_client_alloc(&e->coord, cfg->coordinator_url, &sec->client, err, errlen)) != A2A_OK) {
         engine_free(e);
         return st;
     }

@@ -129,6 +129,7 @@ typedef struct eng_early {
 struct engine {
     pthread_mutex_t mtx; /* everything below */
     const cfg_cluster *cfg;
+    const secure *sec; /* token and TLS, owned by the caller */
     const cfg_worker *self;
     uint64_t incarnation;
     eng_peer *peers; /* by worker index in cfg; peers[self] unused */

@@ -169,6 +169,79 @@ link_peer_down(engine *e, eng_peer *p, const char *why)
     drop_queue(p); /* the aborts just queued for p itself */
 }
 
+typedef struct {
+    nng_aio *aio;
+    uint8_t *hdr; /* grows up to FRAME_HEADER_MAX */
+    size_t hcap;
+    uint8_t *payload; /* grows up to FRAME_PAYLOAD_MAX */
+    size_t cap;
+} eng_receiver;
+
+/* read_frame reads one whole frame into f (and x->payload); 0, or -1 with why. */
+static int
+read_frame(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
+           size_t whylen)
+{
+    uint8_t prefix[FRAME_PREFIX_LEN];
+    uint32_t hlen;
+    nng_iov iov = {prefix, sizeof(prefix)};
+    int rv;
+
+    if ((rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
+        snprintf(why, whylen, "%s",
+                 rv == NNG_ETIMEDOUT ? "silent for too long (no heartbeat)" : nng_strerror(rv));
+        return -1;
+    }
+    if (frame_prefix_decode(prefix, &hlen, plen, why, whylen) != 0)
+        return -1;
+    if (hlen > x->hcap) { /* most headers are tiny; READY grows with the group */
+        uint8_t *b = realloc(x->hdr, hlen);
+        if (b == NULL) {
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
+        x->hdr = b;
+        x->hcap = hlen;
+    }
+    iov = (nng_iov){x->hdr, hlen};
+    if ((rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
+        snprintf(why, whylen, "%s", nng_strerror(rv));
+        return -1;
+    }
+    if (frame_header_decode(f, x->hdr, hlen, *plen, why, whylen) != 0)
+        return -1;
+    if (*plen > x->cap) {
+        uint8_t *b = realloc(x->payload, *plen);
+        if (b == NULL) {
+            snprintf(why, whylen, "out of memory");
+            frame_fini(f);
+            return -1;
+        }
+        x->payload = b;
+        x->cap = *plen;
+    }
+    iov = (nng_iov){x->payload, *plen};
+    if (*plen > 0 && (rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
+        snprintf(why, whylen, "%s", nng_strerror(rv));
+        frame_fini(f);
+        return -1;
+    }
+    return 0;
+}
+
+/* link_proof computes a dialer's proof of the token for the listener's challenge nonce. */
+static void
+link_proof(const engine *e, const uint8_t nonce[AUTH_NONCE_LEN], const char *worker,
+           uint64_t incarnation, uint8_t mac[AUTH_MAC_LEN])
+{
+    uint8_t who[CFG_WORKER_NAME_MAX + 1 + 8] = {0};
+    size_t n = strlen(worker);
+    memcpy(who, worker, n);
+    for (int i = 0; i < 8; i++)
+        who[n + 1 + i] = (uint8_t)(incarnation >> (56 - 8 * i));
+    auth_mac(&e->sec->key, FRAME_LINK_LABEL, nonce, AUTH_NONCE_LEN, who, n + 9, mac);
+}
+
 /* ---- the sender thread of one peer ---- */
 
 typedef struct {
@@ -184,6 +257,34 @@ send_bytes(nng_stream *s, eng_sender *x, const void *b1, size_t n1, const void *
     return stream_io(s, x->aio, iov, n2 > 0 ? 2 : 1, 0, ENGINE_LINK_DEAD_MS);
 }
 
+/* answer_challenge reads the listener's CHALLENGE on s and puts the proof into hello. */
+static int
+answer_challenge(engine *e, eng_peer *p, nng_stream *s, eng_sender *x, frame *hello)
+{
+    eng_receiver rx = {.aio = x->aio};
+    frame ch;
+    uint64_t plen;
+    char why[256];
+
+    if (read_frame(s, &rx, &ch, &plen, 5000, why, sizeof(why)) != 0) {
+        log_warn("link to %s: no challenge from the peer: %s", p->w->name, why);
+        free(rx.hdr);
+        free(rx.payload);
+        return NNG_EPROTO;
+    }
+    free(rx.hdr);
+    free(rx.payload);
+    if (ch.type != FRAME_CHALLENGE) {
+        log_warn("link to %s: the peer sent frame type %d, not CHALLENGE: is its "
+                 "security.token_file set as ours is?", p->w->name, ch.type);
+        frame_fini(&ch);
+        return NNG_EPROTO;
+    }
+    link_proof(e, ch.nonce, hello->worker, hello->incarnation, hello->mac);
+    hello->has_mac = 1;
+    return 0;
+}
+
 /* sender_dial connects to p and sends HELLO; e->mtx held on entry and exit. */
 static int
 sender_dial(engine *e, eng_peer *p, eng_sender *x)
@@ -196,6 +297,9 @@ sender_dial(engine *e, eng_peer *p, eng_sender *x)
     pthread_mutex_unlock(&e->mtx);
     if (x->dialer == NULL && (rv = nng_stream_dialer_alloc(&x->dialer, p->w->data_url)) != 0)
         goto out;
+    if (e->sec->tls_client != NULL && strncmp(p->w->data_url, "tls+", 4) == 0 &&
+        (rv = nng_stream_dialer_set_ptr(x->dialer, NNG_OPT_TLS_CONFIG, e->sec->tls_client)) != 0)
+        goto out;
     nng_aio_set_timeout(x->aio, ENGINE_DIAL_MS);
     nng_stream_dialer_dial(x->dialer, x->aio);
     nng_aio_wait(x->aio);
@@ -203,6 +307,8 @@ sender_dial(engine *e, eng_peer *p, eng_sender *x)
         goto out;
     s = nng_aio_get_output(x->aio, 0);
     snprintf(f.worker, sizeof(f.worker), "%s", e->self->name);
+    if (e->sec->has_key && (rv = answer_challenge(e, p, s, x, &f)) != 0)
+        goto out;
     msgpack_sbuffer_init(&sb);
     encode_frame(&sb, &f, 0);
     rv = send_bytes(s, x, sb.data, sb.size, NULL, 0);
@@ -368,80 +474,51 @@ sender_thread(void *arg)
 
 /* ---- incoming links ---- */
 
-typedef struct {
-    nng_aio *aio;
-    uint8_t *hdr; /* grows up to FRAME_HEADER_MAX */
-    size_t hcap;
-    uint8_t *payload; /* grows up to FRAME_PAYLOAD_MAX */
-    size_t cap;
-} eng_receiver;
-
-/* read_frame reads one whole frame into f (and x->payload); 0, or -1 with why. */
+/* send_challenge sends a CHALLENGE with a fresh nonce (kept in ch) on an incoming link. */
 static int
-read_frame(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
-           size_t whylen)
+send_challenge(nng_stream *s, eng_receiver *x, frame *ch)
 {
-    uint8_t prefix[FRAME_PREFIX_LEN];
-    uint32_t hlen;
-    nng_iov iov = {prefix, sizeof(prefix)};
+    msgpack_sbuffer sb;
+    nng_iov iov;
     int rv;
 
-    if ((rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
-        snprintf(why, whylen, "%s",
-                 rv == NNG_ETIMEDOUT ? "silent for too long (no heartbeat)" : nng_strerror(rv));
-        return -1;
-    }
-    if (frame_prefix_decode(prefix, &hlen, plen, why, whylen) != 0)
-        return -1;
-    if (hlen > x->hcap) { /* most headers are tiny; READY grows with the group */
-        uint8_t *b = realloc(x->hdr, hlen);
-        if (b == NULL) {
-            snprintf(why, whylen, "out of memory");
-            return -1;
-        }
-        x->hdr = b;
-        x->hcap = hlen;
-    }
-    iov = (nng_iov){x->hdr, hlen};
-    if ((rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
-        snprintf(why, whylen, "%s", nng_strerror(rv));
-        return -1;
-    }
-    if (frame_header_decode(f, x->hdr, hlen, *plen, why, whylen) != 0)
-        return -1;
-    if (*plen > x->cap) {
-        uint8_t *b = realloc(x->payload, *plen);
-        if (b == NULL) {
-            snprintf(why, whylen, "out of memory");
-            frame_fini(f);
-            return -1;
-        }
-        x->payload = b;
-        x->cap = *plen;
-    }
-    iov = (nng_iov){x->payload, *plen};
-    if (*plen > 0 && (rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
-        snprintf(why, whylen, "%s", nng_strerror(rv));
-        frame_fini(f);
-        return -1;
-    }
-    return 0;
+    auth_nonce(ch->nonce);
+    msgpack_sbuffer_init(&sb);
+    rv = encode_frame(&sb, ch, 0);
+    iov = (nng_iov){sb.data, sb.size};
+    if (rv == 0)
+        rv = stream_io(s, x->aio, &iov, 1, 0, 5000);
+    msgpack_sbuffer_destroy(&sb);
+    return rv;
 }
 
 /* receiver_hello reads HELLO and binds the link to its peer; NULL with why. */
 static eng_peer *
 receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
 {
-    frame f;
+    frame f, ch = {.type = FRAME_CHALLENGE};
+    uint8_t want[AUTH_MAC_LEN];
     uint64_t plen;
     eng_peer *p = NULL;
 
+    if (e->sec->has_key && send_challenge(in->s, x, &ch) != 0) {
+        snprintf(why, whylen, "cannot send the challenge");
+        return NULL;
+    }
     if (read_frame(in->s, x, &f, &plen, 5000, why, whylen) != 0)
         return NULL;
     if (f.type != FRAME_HELLO) {
         snprintf(why, whylen, "the first frame is of type %d, not HELLO", f.type);
         frame_fini(&f);
         return NULL;
+    }
+    if (e->sec->has_key) {
+        link_proof(e, ch.nonce, f.worker, f.incarnation, want);
+        if (!f.has_mac || !auth_equal(want, f.mac, AUTH_MAC_LEN)) {
+            snprintf(why, whylen, "HELLO from \"%s\" %s: PERMISSION_DENIED", f.worker,
+                     f.has_mac ? "with a wrong proof of the token" : "without a proof of the token");
+            return NULL;
+        }
     }
     pthread_mutex_lock(&e->mtx);
     for (size_t i = 0; i < e->npeers; i++)
@@ -575,6 +652,9 @@ link_start(engine *e, char *err, size_t errlen)
     int rv, port = 0;
 
     if ((rv = nng_stream_listener_alloc(&e->listener, url)) != 0 ||
+        (e->sec->tls_server != NULL && strncmp(url, "tls+", 4) == 0 &&
+         (rv = nng_stream_listener_set_ptr(e->listener, NNG_OPT_TLS_CONFIG,
+                                           e->sec->tls_server)) != 0) ||
         (rv = nng_stream_listener_listen(e->listener)) != 0) {
         snprintf(err, errlen, "cannot listen for peer links on %s: %s", url, nng_strerror(rv));
         nng_stream_listener_free(e->listener);

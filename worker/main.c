@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "engine.h"
 #include "server/rpc.h"
+#include "server/secure.h"
 
 static void
 usage(FILE *f)
@@ -32,6 +33,7 @@ serve(const cfg_cluster *cfg, const char *name)
     const rpc_method *methods;
     rpc_server *srv = NULL;
     engine *e = NULL;
+    secure sec;
     size_t nmethods;
     char err[1024];
     sigset_t set;
@@ -41,15 +43,21 @@ serve(const cfg_cluster *cfg, const char *name)
         fprintf(stderr, "a2a-worker: no worker \"%s\" in %s\n", name, cfg->path);
         return 1;
     }
-    if (engine_alloc(&e, cfg, name, err, sizeof(err)) != A2A_OK) {
+    if (secure_from_cfg(&sec, cfg, err, sizeof(err)) != A2A_OK) {
         fprintf(stderr, "a2a-worker: %s\n", err);
         return 1;
     }
+    if (engine_alloc(&e, cfg, name, &sec, err, sizeof(err)) != A2A_OK) {
+        fprintf(stderr, "a2a-worker: %s\n", err);
+        secure_fini(&sec);
+        return 1;
+    }
     methods = api_methods(&nmethods);
-    if (rpc_server_alloc(&srv, w->url, methods, nmethods, e, API_THREADS, err, sizeof(err)) !=
+    if (rpc_server_alloc(&srv, w->url, methods, nmethods, e, API_THREADS, &sec.server, err, sizeof(err)) !=
         A2A_OK) {
         fprintf(stderr, "a2a-worker: %s\n", err);
         engine_free(e);
+        secure_fini(&sec);
         return 1;
     }
     printf("listening on %s data %s\n", rpc_server_url(srv), engine_data_url(e));
@@ -64,6 +72,7 @@ serve(const cfg_cluster *cfg, const char *name)
     engine_stop(e);       /* calls in progress fail with UNAVAILABLE */
     rpc_server_free(srv); /* waits for the handlers */
     engine_free(e);
+    secure_fini(&sec);
     return 0;
 }
 

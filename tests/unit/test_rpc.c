@@ -89,7 +89,7 @@ start_server(const char *url, int nthreads)
 {
     rpc_server *s = NULL;
     char err[256] = "";
-    a2a_status st = rpc_server_alloc(&s, url, methods, 3, NULL, nthreads, err, sizeof(err));
+    a2a_status st = rpc_server_alloc(&s, url, methods, 3, NULL, nthreads, NULL, err, sizeof(err));
     if (st != A2A_OK)
         fprintf(stderr, "\n  cannot start a server on %s: %s\n", url, err);
     CU_ASSERT_EQUAL_FATAL(st, A2A_OK);
@@ -110,7 +110,7 @@ start_client(const char *url)
 {
     rpc_client *c = NULL;
     char err[256] = "";
-    CU_ASSERT_EQUAL_FATAL(rpc_client_alloc(&c, url, err, sizeof(err)), A2A_OK);
+    CU_ASSERT_EQUAL_FATAL(rpc_client_alloc(&c, url, NULL, err, sizeof(err)), A2A_OK);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     return c;
 }
@@ -195,14 +195,14 @@ test_listen_errors(void)
     a2a_status st;
 
     /* the same port twice */
-    st = rpc_server_alloc(&t, rpc_server_url(s), methods, 3, NULL, 1, err, sizeof(err));
+    st = rpc_server_alloc(&t, rpc_server_url(s), methods, 3, NULL, 1, NULL, err, sizeof(err));
     CU_ASSERT_EQUAL(st, A2A_ERR_UNAVAILABLE);
     CU_ASSERT_PTR_NULL(t);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, rpc_server_url(s)));
     /* a URL NNG does not know */
     t = (rpc_server *)&t;
     err[0] = '\0';
-    st = rpc_server_alloc(&t, "bogus://nowhere", methods, 3, NULL, 1, err, sizeof(err));
+    st = rpc_server_alloc(&t, "bogus://nowhere", methods, 3, NULL, 1, NULL, err, sizeof(err));
     CU_ASSERT_NOT_EQUAL(st, A2A_OK);
     CU_ASSERT_PTR_NULL(t);
     CU_ASSERT(err[0] != '\0');
@@ -269,7 +269,7 @@ caller_main(void *arg)
     caller *k = arg;
     rpc_client *c = k->shared;
 
-    if (c == NULL && rpc_client_alloc(&c, k->url, k->err, sizeof(k->err)) != A2A_OK)
+    if (c == NULL && rpc_client_alloc(&c, k->url, NULL, k->err, sizeof(k->err)) != A2A_OK)
         return NULL;
     for (int i = 0; i < k->calls; i++) {
         char body[64];

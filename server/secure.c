@@ -1,0 +1,145 @@
+/* secure.c - tokens and TLS configurations for servers, clients and links. */
+#include "secure.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static a2a_status
+sec_fail(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* slurp reads a whole (small) file into a NUL-terminated string; NULL on failure. */
+static char *
+slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0;
+    if (f == NULL)
+        return NULL;
+    buf = malloc(1 << 20);
+    if (buf != NULL) {
+        n = fread(buf, 1, (1 << 20) - 1, f);
+        buf[n] = '\0';
+    }
+    fclose(f);
+    return buf;
+}
+
+/* tls_make builds one side's configuration: its own certificate, and peers checked against ca. */
+static a2a_status
+tls_make(nng_tls_config **out, nng_tls_mode mode, const char *cert, const char *key,
+         const char *ca, char *err, size_t errlen)
+{
+    nng_tls_config *t = NULL;
+    char *cpem = slurp(cert), *kpem = slurp(key);
+    a2a_status st = A2A_OK;
+    int rv;
+
+    *out = NULL;
+    if (cpem == NULL || kpem == NULL)
+        st = sec_fail(err, errlen, A2A_ERR_NOT_FOUND, "cannot read TLS certificate %s or key %s",
+                      cert, key);
+    else if ((rv = nng_tls_config_alloc(&t, mode)) != 0)
+        st = sec_fail(err, errlen, A2A_ERR_INTERNAL, "TLS: %s", nng_strerror(rv));
+    else if ((rv = nng_tls_config_ca_file(t, ca)) != 0)
+        st = sec_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT, "TLS CA file %s: %s", ca,
+                      nng_strerror(rv));
+    else if ((rv = nng_tls_config_own_cert(t, cpem, kpem, NULL)) != 0)
+        st = sec_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT, "TLS certificate %s with key %s: %s",
+                      cert, key, nng_strerror(rv));
+    else if ((rv = nng_tls_config_auth_mode(t, NNG_TLS_AUTH_MODE_REQUIRED)) != 0)
+        st = sec_fail(err, errlen, A2A_ERR_INTERNAL, "TLS: %s", nng_strerror(rv));
+    free(cpem);
+    free(kpem);
+    if (st != A2A_OK && t != NULL)
+        nng_tls_config_free(t);
+    else
+        *out = t;
+    return st;
+}
+
+static a2a_status
+secure_tls(secure *s, const char *cert, const char *key, const char *ca, char *err,
+           size_t errlen)
+{
+    a2a_status st;
+    if ((st = tls_make(&s->tls_server, NNG_TLS_MODE_SERVER, cert, key, ca, err, errlen)) !=
+            A2A_OK ||
+        (st = tls_make(&s->tls_client, NNG_TLS_MODE_CLIENT, cert, key, ca, err, errlen)) != A2A_OK)
+        return st;
+    s->server.tls = s->tls_server;
+    s->client.tls = s->tls_client;
+    return A2A_OK;
+}
+
+static void
+secure_link(secure *s)
+{
+    s->server.key = s->has_key ? &s->key : NULL;
+    s->client.key = s->has_key ? &s->key : NULL;
+}
+
+a2a_status
+secure_from_cfg(secure *s, const cfg_cluster *cfg, char *err, size_t errlen)
+{
+    a2a_status st = A2A_OK;
+
+    memset(s, 0, sizeof(*s));
+    if (cfg->token_file[0] != '\0') {
+        if ((st = auth_key_load(&s->key, cfg->token_file, err, errlen)) != A2A_OK)
+            return st;
+        s->has_key = 1;
+    }
+    if (cfg->tls_cert[0] != '\0')
+        st = secure_tls(s, cfg->tls_cert, cfg->tls_key, cfg->tls_ca, err, errlen);
+    secure_link(s);
+    if (st != A2A_OK)
+        secure_fini(s);
+    return st;
+}
+
+a2a_status
+secure_from_env(secure *s, const char *token_file, char *err, size_t errlen)
+{
+    const char *cert = getenv("A2A_TLS_CERT"), *key = getenv("A2A_TLS_KEY");
+    const char *ca = getenv("A2A_TLS_CA");
+    a2a_status st = A2A_OK;
+
+    memset(s, 0, sizeof(*s));
+    if (token_file == NULL)
+        token_file = getenv("A2A_TOKEN_FILE");
+    if (token_file != NULL && *token_file != '\0') {
+        if ((st = auth_key_load(&s->key, token_file, err, errlen)) != A2A_OK)
+            return st;
+        s->has_key = 1;
+    }
+    if (cert != NULL && key != NULL && ca != NULL)
+        st = secure_tls(s, cert, key, ca, err, errlen);
+    else if (cert != NULL || key != NULL || ca != NULL)
+        st = sec_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                      "set all of A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA, or none");
+    secure_link(s);
+    if (st != A2A_OK)
+        secure_fini(s);
+    return st;
+}
+
+void
+secure_fini(secure *s)
+{
+    if (s->tls_server != NULL)
+        nng_tls_config_free(s->tls_server);
+    if (s->tls_client != NULL)
+        nng_tls_config_free(s->tls_client);
+    auth_key_wipe(&s->key);
+    memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,33 @@
+/*
+ * secure.h - what a process needs to protect its RPCs and links, from the
+ * cluster YAML (security.token_file, security.tls) or, for jobs and a2a-ctl,
+ * from the environment (A2A_TOKEN_FILE; A2A_TLS_CERT, A2A_TLS_KEY, A2A_TLS_CA).
+ */
+#ifndef A2A_SERVER_SECURE_H
+#define A2A_SERVER_SECURE_H
+
+#include "common/config.h"
+#include "rpc.h"
+
+typedef struct {
+    int has_key;
+    auth_key key;
+    nng_tls_config *tls_server; /* NULL without TLS */
+    nng_tls_config *tls_client;
+    rpc_security server; /* for rpc_server_alloc */
+    rpc_security client; /* for rpc_client_alloc */
+} secure;
+
+/* secure_from_cfg loads cfg's token and TLS files; free with secure_fini. */
+a2a_status secure_from_cfg(secure *s, const cfg_cluster *cfg, char *err, size_t errlen);
+
+/*
+ * secure_from_env loads $A2A_TOKEN_FILE (or token_file when not NULL) and
+ * $A2A_TLS_CERT/KEY/CA; free with secure_fini.
+ */
+a2a_status secure_from_env(secure *s, const char *token_file, char *err, size_t errlen);
+
+/* secure_fini frees the TLS configurations and wipes the key. */
+void secure_fini(secure *s);
+
+#endif

@@ -1,0 +1,519 @@
+/*
+ * bench.c - a2a-bench: the ALLTOALLV workloads of ../shared/bench/WORKLOADS.md
+ * over a2a_all_to_all_v, with the methodology of the MPI reference bench
+ * (mpi_alltoallv_bench.c), so that both outputs can be put side by side.
+ *
+ * A job: run it under a2a-launch (or with A2A_WORKER_URL and A2A_RANK set).
+ * For every pattern and size S (bytes each rank sends, self included):
+ *   1. fill the send buffer, poison the receive buffer (0xA5), one op, verify
+ *      every element and the checksum;
+ *   2. -w warm-up ops; their mean time (max over ranks) sets the number of
+ *      timed iterations, floor(-t / mean) clamped to [-n, -m];
+ *   3. timed ops: barrier (not timed); t0; op; t = now - t0 on every rank;
+ *      per iteration the max over ranks; the median is reported;
+ *   4. poison again, one more op, verify again.
+ * The barrier, the max and the sums over ranks are all_to_all_v calls too.
+ * Rank 0 prints WORKLOADS.md section 6 (or JSON lines with --json).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "a2a.h"
+#include "tools/workload.h"
+
+static const char *const bench_dtype_names[] = {"int8",    "uint8",   "int16",   "uint16",
+                                                "int32",   "uint32",  "int64",   "uint64",
+                                                "float16", "float32", "float64", "bfloat16"};
+
+typedef struct {
+    char patterns[256];
+    uint64_t smin, smax, factor;
+    uint32_t seed;
+    double target;
+    int warmup, min_iters, max_iters, quiet, json;
+    a2a_dtype dtype;
+    size_t esize;
+    const char *out_path;
+} bench_opts;
+
+typedef struct {
+    a2a_job *job;
+    uint32_t n, me;
+    int64_t *sc, *sd, *rc, *rd; /* the measured op */
+    int64_t *xc, *xd, *yc, *yd; /* the helper collectives */
+    FILE *out;                  /* rank 0: -o FILE, or NULL */
+    double t_start;
+    const char *what; /* "uniform S=1024", for messages */
+} bench_ctx;
+
+/* one size of one pattern */
+typedef struct {
+    int pattern;
+    uint64_t s_bytes, stot, rtot;
+    uint64_t *counts; /* n * n */
+    void *sbuf, *rbuf;
+    double *times, *tmax;
+} bench_size;
+
+static double
+bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void
+bench_die(bench_ctx *c, const char *fmt, const char *detail)
+{
+    fprintf(stderr, "a2a-bench: rank %u: ", c != NULL ? c->me : 0);
+    fprintf(stderr, fmt, detail);
+    fputc('\n', stderr);
+    if (c != NULL && c->job != NULL)
+        a2a_job_close(c->job);
+    exit(2);
+}
+
+/* bench_a2a runs one all_to_all_v; any failure ends the run. */
+static void
+bench_a2a(bench_ctx *c, a2a_dtype dt, const void *s, size_t slen, const int64_t *sc,
+          const int64_t *sd, void *r, size_t rlen, const int64_t *rc, const int64_t *rd)
+{
+    a2a_alltoallv_args a = {.dtype = dt,
+                            .send_data = s,
+                            .send_len = slen,
+                            .send_counts = sc,
+                            .send_displacements = sd,
+                            .recv_data = r,
+                            .recv_len = rlen,
+                            .recv_counts = rc,
+                            .recv_displacements = rd};
+    a2a_status st = a2a_all_to_all_v(c->job, &a);
+    if (st != A2A_OK) {
+        char msg[768];
+        snprintf(msg, sizeof(msg), "%s: all_to_all_v: %s: %s", c->what, a2a_status_name(st),
+                 a2a_job_error(c->job));
+        bench_die(c, "%s", msg);
+    }
+}
+
+/* bench_barrier: one byte to every rank; nobody returns before all arrived. */
+static void
+bench_barrier(bench_ctx *c)
+{
+    static const uint8_t one = 1;
+    uint8_t in[1024];
+    for (uint32_t j = 0; j < c->n; j++) {
+        c->xc[j] = 1, c->xd[j] = 0;
+        c->yc[j] = 1, c->yd[j] = j;
+    }
+    bench_a2a(c, A2A_UINT8, &one, 1, c->xc, c->xd, in, c->n, c->yc, c->yd);
+}
+
+/* bench_allgather gives every rank the k 64-bit values of every rank:
+ * all[s * k + i] = rank s's vals[i]. all holds n * k values. */
+static void
+bench_allgather(bench_ctx *c, const uint64_t *vals, size_t k, uint64_t *all)
+{
+    for (uint32_t j = 0; j < c->n; j++) {
+        c->xc[j] = (int64_t)k, c->xd[j] = 0;
+        c->yc[j] = (int64_t)k, c->yd[j] = (int64_t)(j * k);
+    }
+    bench_a2a(c, A2A_UINT64, vals, k, c->xc, c->xd, all, c->n * k, c->yc, c->yd);
+}
+
+/* bench_sum_u64 replaces vals[0..k) (k <= 4) by their sums over all ranks. */
+static void
+bench_sum_u64(bench_ctx *c, uint64_t *vals, size_t k)
+{
+    uint64_t all[4 * 1024];
+    bench_allgather(c, vals, k, all);
+    for (size_t i = 0; i < k; i++) {
+        vals[i] = 0;
+        for (uint32_t s = 0; s < c->n; s++)
+            vals[i] += all[s * k + i];
+    }
+}
+
+/* bench_max_double returns the largest v over all ranks. */
+static double
+bench_max_double(bench_ctx *c, double v)
+{
+    uint64_t bits, all[1024];
+    double best = v, x;
+    memcpy(&bits, &v, sizeof(bits));
+    bench_allgather(c, &bits, 1, all);
+    for (uint32_t s = 0; s < c->n; s++) {
+        memcpy(&x, &all[s], sizeof(x));
+        best = x > best ? x : best;
+    }
+    return best;
+}
+
+/* bench_gather_max: rank 0 gets tmax[i] = max over ranks of times[i]. */
+static void
+bench_gather_max(bench_ctx *c, const double *times, int iters, double *tmax)
+{
+    double *all = NULL, none = 0;
+    size_t k = (size_t)iters;
+    if (c->me == 0 && (all = malloc(c->n * k * sizeof(double))) == NULL)
+        bench_die(c, "%s", "out of memory");
+    for (uint32_t j = 0; j < c->n; j++) {
+        c->xc[j] = j == 0 ? (int64_t)k : 0, c->xd[j] = 0;
+        c->yc[j] = c->me == 0 ? (int64_t)k : 0, c->yd[j] = c->me == 0 ? (int64_t)(j * k) : 0;
+    }
+    bench_a2a(c, A2A_FLOAT64, times, k, c->xc, c->xd, all ? (void *)all : &none, all ? c->n * k : 1,
+              c->yc, c->yd);
+    for (size_t i = 0; all != NULL && i < k; i++) {
+        tmax[i] = all[i];
+        for (uint32_t s = 1; s < c->n; s++)
+            tmax[i] = all[s * k + i] > tmax[i] ? all[s * k + i] : tmax[i];
+    }
+    free(all);
+}
+
+static void
+bench_op(bench_ctx *c, const bench_opts *o, bench_size *z)
+{
+    bench_a2a(c, o->dtype, z->sbuf, z->stot, c->sc, c->sd, z->rbuf, z->rtot, c->rc, c->rd);
+}
+
+/* bench_checked_op: poison, one op, verify; adds this rank's wrong elements
+ * to *bad and returns its checksum C_r. */
+static uint64_t
+bench_checked_op(bench_ctx *c, const bench_opts *o, bench_size *z, uint64_t *bad)
+{
+    uint64_t cs = 0;
+    memset(z->rbuf, 0xA5, z->rtot * o->esize);
+    bench_op(c, o, z);
+    *bad += wl_verify_recv(c->n, c->me, z->counts, o->esize, z->rbuf, &cs);
+    return cs;
+}
+
+static int
+bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* bench_alloc_buf: page-aligned, at least one page, every page touched. */
+static void *
+bench_alloc_buf(bench_ctx *c, uint64_t bytes)
+{
+    size_t len = (size_t)((bytes + 4095) / 4096 * 4096);
+    void *p = aligned_alloc(4096, len > 0 ? len : 4096);
+    if (p == NULL)
+        bench_die(c, "%s", "out of memory for the buffers: use a smaller -e");
+    memset(p, 0, len > 0 ? len : 4096);
+    return p;
+}
+
+/* bench_prepare sets counts, displacements and buffers of one size. */
+static void
+bench_prepare(bench_ctx *c, const bench_opts *o, bench_size *z)
+{
+    uint32_t n = c->n, me = c->me;
+    wl_counts(z->pattern, n, z->s_bytes / o->esize, o->seed, z->counts);
+    z->stot = z->rtot = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        c->sc[j] = (int64_t)z->counts[(size_t)me * n + j];
+        c->sd[j] = (int64_t)z->stot;
+        z->stot += z->counts[(size_t)me * n + j];
+        c->rc[j] = (int64_t)z->counts[(size_t)j * n + me];
+        c->rd[j] = (int64_t)z->rtot;
+        z->rtot += z->counts[(size_t)j * n + me];
+    }
+    z->sbuf = bench_alloc_buf(c, z->stot * o->esize);
+    z->rbuf = bench_alloc_buf(c, z->rtot * o->esize);
+    wl_fill_send(n, me, z->counts, o->esize, z->sbuf);
+}
+
+static void
+bench_report(bench_ctx *c, const bench_opts *o, bench_size *z, int iters, int ok,
+             const uint64_t *sums)
+{
+    char line[1024];
+    uint32_t n = c->n;
+    qsort(z->tmax, (size_t)iters, sizeof(double), bench_cmp_double);
+    double med =
+        iters % 2 ? z->tmax[iters / 2] : 0.5 * (z->tmax[iters / 2 - 1] + z->tmax[iters / 2]);
+    double algbw = (double)z->s_bytes / med / 1e9;
+    wl_traffic t = wl_traffic_of(n, z->counts, o->esize);
+    const char *name = wl_pattern_name(z->pattern);
+    int len;
+    if (o->json)
+        len =
+            snprintf(line, sizeof(line),
+                     "{\"pattern\":\"%s\",\"N\":%u,\"S_bytes\":%" PRIu64
+                     ",\"dtype\":\"%s\",\"time_us_median\":%.2f,\"algbw_GBps\":%.4f,"
+                     "\"busbw_GBps\":%.4f,\"ok\":%s,\"iters\":%d,\"t_min_us\":%.2f,"
+                     "\"t_max_us\":%.2f,\"wire_bytes\":%" PRIu64 ",\"max_host_out\":%" PRIu64
+                     ",\"max_host_in\":%" PRIu64 ",\"bad_elems\":%" PRIu64
+                     ",\"checksum\":\"0x%016" PRIx64 "\"}\n",
+                     name, n, z->s_bytes, bench_dtype_names[o->dtype], med * 1e6, algbw,
+                     algbw * (n - 1) / n, ok ? "true" : "false", iters, z->tmax[0] * 1e6,
+                     z->tmax[iters - 1] * 1e6, t.wire_bytes, t.max_out, t.max_in, sums[0], sums[2]);
+    else {
+        len = snprintf(line, sizeof(line), "%-7s %3u %10" PRIu64 " %12.2f %10.4f %10.4f %s\n", name,
+                       n, z->s_bytes, med * 1e6, algbw, algbw * (n - 1) / n, ok ? "ok" : "FAIL");
+        if (!o->quiet && len > 0 && (size_t)len < sizeof(line))
+            snprintf(line + len, sizeof(line) - (size_t)len,
+                     "#   iters=%d t_min_us=%.2f t_max_us=%.2f wire_bytes=%" PRIu64
+                     " max_host_out=%" PRIu64 " max_host_in=%" PRIu64 " bad_elems=%" PRIu64
+                     " checksum=0x%016" PRIx64 "\n",
+                     iters, z->tmax[0] * 1e6, z->tmax[iters - 1] * 1e6, t.wire_bytes, t.max_out,
+                     t.max_in, sums[0], sums[2]);
+    }
+    fputs(line, stdout);
+    fflush(stdout);
+    if (c->out != NULL) {
+        fputs(line, c->out);
+        fflush(c->out);
+    }
+}
+
+/* bench_iters: the warm-up's mean time, max over ranks, sets the count. */
+static int
+bench_iters(const bench_opts *o, double tw)
+{
+    int iters = o->min_iters;
+    if (tw > 0 && o->target / tw > o->min_iters)
+        iters = o->target / tw > o->max_iters ? o->max_iters : (int)(o->target / tw);
+    return iters;
+}
+
+/* bench_one measures one pattern at one size; returns 1 if it verified. */
+static int
+bench_one(bench_ctx *c, const bench_opts *o, bench_size *z)
+{
+    char what[96];
+    uint64_t sums[3] = {0, 0, 0}; /* wrong elements, checksum 1, checksum 2 */
+    uint64_t expect;
+    snprintf(what, sizeof(what), "%s S=%" PRIu64, wl_pattern_name(z->pattern), z->s_bytes);
+    c->what = what;
+    bench_prepare(c, o, z);
+
+    sums[1] = bench_checked_op(c, o, z, &sums[0]);
+    double t0 = bench_now();
+    for (int w = 0; w < o->warmup; w++)
+        bench_op(c, o, z);
+    double tw = bench_max_double(c, (bench_now() - t0) / (o->warmup > 0 ? o->warmup : 1));
+    int iters = bench_iters(o, tw);
+    if (c->me == 0 && bench_now() - c->t_start > 3.0) {
+        fprintf(stderr,
+                "# progress: %s: %.3f ms/op, %d timed iterations (~%.1f s), %.0f s so far\n", what,
+                tw * 1e3, iters, tw * iters, bench_now() - c->t_start);
+        fflush(stderr);
+    }
+    for (int it = 0; it < iters; it++) {
+        bench_barrier(c);
+        double a = bench_now();
+        bench_op(c, o, z);
+        z->times[it] = bench_now() - a;
+    }
+    bench_gather_max(c, z->times, iters, z->tmax);
+    sums[2] = bench_checked_op(c, o, z, &sums[0]);
+
+    expect = wl_checksum_expected(c->n, c->me, z->counts, o->esize);
+    uint64_t v[4] = {sums[0], sums[1], sums[2], expect};
+    bench_sum_u64(c, v, 4);
+    int ok = v[0] == 0 && v[1] == v[3] && v[2] == v[3];
+    if (c->me == 0) {
+        uint64_t shown[3] = {v[0], v[1], v[2]};
+        bench_report(c, o, z, iters, ok, shown);
+    }
+    free(z->sbuf);
+    free(z->rbuf);
+    z->sbuf = z->rbuf = NULL;
+    return ok;
+}
+
+static uint64_t
+bench_parse_size(const char *s) /* 64, 4k, 64M, 1G (1024-based) */
+{
+    char *end;
+    uint64_t v = strtoull(s, &end, 0);
+    switch (*end) {
+    case 'k':
+    case 'K': v <<= 10; break;
+    case 'm':
+    case 'M': v <<= 20; break;
+    case 'g':
+    case 'G': v <<= 30; break;
+    }
+    return v;
+}
+
+static void
+bench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: a2a-bench [-p all|uniform,skew,incast,sparse] [-b MIN] [-e MAX] [-f FACTOR]\n"
+            "                 [-s SEED] [-t TARGET_S] [-w WARMUP] [-n MIN_ITERS] [-m MAX_ITERS]\n"
+            "                 [-q] [-d DTYPE] [-o FILE] [--json]\n"
+            "\n"
+            "A job (run it under a2a-launch): the ALLTOALLV workloads of WORKLOADS.md over\n"
+            "a2a_all_to_all_v on hccl_world_group, every size verified twice.\n"
+            "  -p  patterns (default all)      -b/-e  bytes per rank, min/max (64, 64M)\n"
+            "  -f  size factor (4)             -s  sparse seed (1)\n"
+            "  -t  seconds of timed ops per size (0.3)   -w  warm-up ops (3)\n"
+            "  -n/-m  timed iterations, min/max (5, 10000)  -q  no '#   iters=' lines\n"
+            "  -d  element type (int32): int8 .. bfloat16; T = S / element size\n"
+            "  -o  rank 0 also writes its result lines to FILE (without any prefix)\n"
+            "  --json  one JSON object per size instead of the table\n"
+            "Rank 0 prints: pattern N S_bytes time_us_median algbw_GBps busbw_GBps ok\n");
+}
+
+static int
+bench_parse_dtype(const char *s)
+{
+    for (int i = 0; i < (int)(sizeof(bench_dtype_names) / sizeof(bench_dtype_names[0])); i++)
+        if (strcmp(s, bench_dtype_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* bench_parse_opts fills o from argv; returns 0, 1 after --help, or -1. */
+static int
+bench_parse_opts(int argc, char **argv, bench_opts *o)
+{
+    static const struct option longs[] = {{"json", no_argument, NULL, 'J'},
+                                          {"output", required_argument, NULL, 'o'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    int opt, dt;
+    *o = (bench_opts){.smin = 64,
+                      .smax = 64ull << 20,
+                      .factor = 4,
+                      .seed = WL_DEFAULT_SEED,
+                      .target = 0.3,
+                      .warmup = 3,
+                      .min_iters = 5,
+                      .max_iters = 10000,
+                      .dtype = A2A_INT32};
+    snprintf(o->patterns, sizeof(o->patterns), "all");
+    while ((opt = getopt_long(argc, argv, "p:b:e:f:s:t:w:n:m:qd:o:h", longs, NULL)) != -1) {
+        switch (opt) {
+        case 'p': snprintf(o->patterns, sizeof(o->patterns), "%s", optarg); break;
+        case 'b': o->smin = bench_parse_size(optarg); break;
+        case 'e': o->smax = bench_parse_size(optarg); break;
+        case 'f': o->factor = strtoull(optarg, NULL, 0); break;
+        case 's': o->seed = (uint32_t)strtoul(optarg, NULL, 0); break;
+        case 't': o->target = atof(optarg); break;
+        case 'w': o->warmup = atoi(optarg); break;
+        case 'n': o->min_iters = atoi(optarg); break;
+        case 'm': o->max_iters = atoi(optarg); break;
+        case 'q': o->quiet = 1; break;
+        case 'd':
+            if ((dt = bench_parse_dtype(optarg)) < 0)
+                return -1;
+            o->dtype = (a2a_dtype)dt;
+            break;
+        case 'o': o->out_path = optarg; break;
+        case 'J': o->json = 1; break;
+        case 'h': bench_usage(stdout); return 1;
+        default: return -1;
+        }
+    }
+    o->esize = a2a_dtype_size(o->dtype);
+    if (optind != argc || !wl_esize_valid(o->esize) || o->factor < 2 || o->smin < o->esize ||
+        o->smin % o->esize != 0 || o->smax < o->smin || o->min_iters < 1 ||
+        o->max_iters < o->min_iters || o->warmup < 0 || o->target < 0)
+        return -1;
+    if (strcmp(o->patterns, "all") == 0)
+        snprintf(o->patterns, sizeof(o->patterns), "uniform,skew,incast,sparse");
+    for (char *p = o->patterns, *end; *p != '\0'; p = *end ? end + 1 : end) {
+        end = p + strcspn(p, ",");
+        char name[32];
+        snprintf(name, sizeof(name), "%.*s", (int)(end - p), p);
+        if (wl_pattern_from_name(name) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* bench_ctx_init opens the job and allocates the per-rank arrays. */
+static void
+bench_ctx_init(bench_ctx *c, const bench_opts *o)
+{
+    int64_t n, me;
+    memset(c, 0, sizeof(*c));
+    c->what = "start";
+    if (a2a_job_open(&c->job, NULL, -1) != A2A_OK)
+        bench_die(c, "%s", a2a_job_error(NULL));
+    if (a2a_get_rank_size(c->job, NULL, &n) != A2A_OK ||
+        a2a_get_rank_id(c->job, NULL, &me) != A2A_OK)
+        bench_die(c, "%s", a2a_job_error(c->job));
+    if (n < 1 || n > 1024)
+        bench_die(c, "%s", "hccl_world_group must have 1 to 1024 ranks");
+    c->n = (uint32_t)n, c->me = (uint32_t)me;
+    int64_t **arrays[] = {&c->sc, &c->sd, &c->rc, &c->rd, &c->xc, &c->xd, &c->yc, &c->yd};
+    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
+        if ((*arrays[i] = calloc((size_t)n, sizeof(int64_t))) == NULL)
+            bench_die(c, "%s", "out of memory");
+    if (c->me == 0 && o->out_path != NULL && (c->out = fopen(o->out_path, "w")) == NULL)
+        bench_die(c, "cannot write %s", o->out_path);
+    c->t_start = bench_now();
+}
+
+static void
+bench_header(bench_ctx *c, const bench_opts *o)
+{
+    char host[256] = "?", line[768];
+    if (c->me != 0 || o->json)
+        return;
+    gethostname(host, sizeof(host) - 1);
+    snprintf(line, sizeof(line),
+             "# a2a-bench  N=%u  seed=%u  target=%.2fs  warmup=%d  iters=[%d,%d]  host=%s"
+             "  lib=a2a  dtype=%s\n"
+             "# pattern N S_bytes time_us_median algbw_GBps busbw_GBps ok\n",
+             c->n, o->seed, o->target, o->warmup, o->min_iters, o->max_iters, host,
+             bench_dtype_names[o->dtype]);
+    fputs(line, stdout);
+    fflush(stdout);
+    if (c->out != NULL)
+        fputs(line, c->out);
+}
+
+int
+main(int argc, char **argv)
+{
+    bench_opts o;
+    bench_ctx c;
+    bench_size z = {0};
+    int all_ok = 1, r = bench_parse_opts(argc, argv, &o);
+    if (r != 0) {
+        if (r < 0)
+            bench_usage(stderr);
+        return r < 0 ? 2 : 0;
+    }
+    bench_ctx_init(&c, &o);
+    bench_header(&c, &o);
+    z.counts = malloc((size_t)c.n * c.n * sizeof(uint64_t));
+    z.times = malloc((size_t)o.max_iters * sizeof(double));
+    z.tmax = malloc((size_t)o.max_iters * sizeof(double));
+    if (z.counts == NULL || z.times == NULL || z.tmax == NULL)
+        bench_die(&c, "%s", "out of memory");
+    for (char *tok = strtok(o.patterns, ","); tok != NULL; tok = strtok(NULL, ",")) {
+        z.pattern = wl_pattern_from_name(tok);
+        for (uint64_t s = o.smin; s <= o.smax; s *= o.factor) {
+            z.s_bytes = s;
+            all_ok &= bench_one(&c, &o, &z);
+            if (s > o.smax / o.factor)
+                break;
+        }
+    }
+    free(z.counts), free(z.times), free(z.tmax);
+    free(c.sc), free(c.sd), free(c.rc), free(c.rd);
+    free(c.xc), free(c.xd), free(c.yc), free(c.yd);
+    if (c.out != NULL)
+        fclose(c.out);
+    a2a_job_close(c.job);
+    return all_ok ? 0 : 1;
+}
