@@ -3,6 +3,7 @@
 
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/util/platform.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -129,8 +130,12 @@ server_reply(rpc_worker *w, nng_msg *msg, const wire_request *req, a2a_status st
     nng_aio_set_msg(w->aio, msg);
     if (worker_op(w, 1) != 0)
         nng_msg_free(msg);
-    if (ctx->close_after)
+    if (ctx->close_after) {
+        /* a REP send completes when the reply is queued on the pipe, not written: give it
+         * time to leave before the connection closes */
+        nng_msleep(100);
         nng_pipe_close(ctx->pipe);
+    }
 }
 
 /* server_handle answers one request message; it owns msg. */

@@ -85,7 +85,7 @@ cleanup() {
         kill -9 "$p" 2>/dev/null
     done
     "$hosts" down "$P" # and whatever else still runs inside the hosts
-    wait 2>/dev/null
+    { wait; } 2>/dev/null
     if [ -n "${KEEP_DIR:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
