@@ -16,7 +16,7 @@
 
 #define AUTH_NONCE_LEN 32
 #define AUTH_MAC_LEN 32
-#define AUTH_KEY_MIN 16   /* bytes of secret, at least */
+#define AUTH_KEY_MIN 16 /* bytes of secret, at least */
 #define AUTH_KEY_MAX 4096
 
 typedef struct {
@@ -38,8 +38,8 @@ int auth_key_from_env(auth_key *k, char *err, size_t errlen);
 void auth_nonce(uint8_t out[AUTH_NONCE_LEN]);
 
 /* auth_mac computes HMAC-SHA256(k, label || a || b) into out. */
-void auth_mac(const auth_key *k, const char *label, const uint8_t *a, size_t alen,
-              const uint8_t *b, size_t blen, uint8_t out[AUTH_MAC_LEN]);
+void auth_mac(const auth_key *k, const char *label, const uint8_t *a, size_t alen, const uint8_t *b,
+              size_t blen, uint8_t out[AUTH_MAC_LEN]);
 
 /* auth_equal compares n bytes in constant time: 1 when equal. */
 int auth_equal(const uint8_t *a, const uint8_t *b, size_t n);

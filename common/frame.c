@@ -193,10 +193,9 @@ static int
 body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t errlen)
 {
     int32_t st = 0;
-    static const uint32_t fields[] = {[FRAME_HELLO] = 4, [FRAME_READY] = 7,
-                                      [FRAME_SLICE] = 10, [FRAME_DATA] = 7,
-                                      [FRAME_ABORT] = 6,  [FRAME_HEARTBEAT] = 1,
-                                      [FRAME_CHALLENGE] = 2};
+    static const uint32_t fields[] = {
+        [FRAME_HELLO] = 4, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,   [FRAME_DATA] = 7,
+        [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2};
     const uint8_t *b;
     size_t blen;
     if (n != fields[f->type])

@@ -60,8 +60,8 @@ typedef struct {
     /* HELLO */
     char worker[CFG_WORKER_NAME_MAX + 1];
     uint64_t incarnation;
-    int has_mac;                  /* HELLO: a proof of the token follows */
-    uint8_t mac[AUTH_MAC_LEN];    /* HELLO */
+    int has_mac;                   /* HELLO: a proof of the token follows */
+    uint8_t mac[AUTH_MAC_LEN];     /* HELLO */
     uint8_t nonce[AUTH_NONCE_LEN]; /* CHALLENGE */
     /* READY: dst expects counts[i] elements from group rank srcs[i] */
     int64_t src, dst;                /* SLICE, DATA: group ranks; READY: dst */

@@ -63,7 +63,8 @@ serve(cfg_cluster *cfg, const char *path, const char *listen)
         return 1;
     }
     methods = coord_methods(&nmethods);
-    if (rpc_server_alloc(&srv, listen, methods, nmethods, c, 4, &sec.server, err, sizeof(err)) != A2A_OK) {
+    if (rpc_server_alloc(&srv, listen, methods, nmethods, c, 4, &sec.server, err, sizeof(err)) !=
+        A2A_OK) {
         log_error("%s", err);
         coord_free(c);
         secure_fini(&sec);

@@ -96,8 +96,7 @@ challenge(gate *g, gate_pipe *p, rpc_ctx *ctx, const uint8_t *body, size_t len)
     memcpy(p->cnonce, in[0], AUTH_NONCE_LEN);
     auth_nonce(p->snonce);
     p->proved = 0;
-    auth_mac(&g->key, GATE_SERVER_LABEL, p->cnonce, AUTH_NONCE_LEN, p->snonce, AUTH_NONCE_LEN,
-             mac);
+    auth_mac(&g->key, GATE_SERVER_LABEL, p->cnonce, AUTH_NONCE_LEN, p->snonce, AUTH_NONCE_LEN, mac);
     if (wire_bins_encode(ctx->body, 2, out) != 0)
         return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     return A2A_OK;

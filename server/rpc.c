@@ -551,8 +551,8 @@ rpc_call(rpc_client *c, const char *method, const void *body, size_t len, int64_
 
 /* client_roundtrip sends one request and waits for its reply until deadline. */
 static a2a_status
-client_roundtrip(rpc_client *c, const char *method, const void *body, size_t len,
-                 int64_t deadline, uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
+client_roundtrip(rpc_client *c, const char *method, const void *body, size_t len, int64_t deadline,
+                 uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
 {
     wire_request req = {.body = body, .body_len = len};
     msgpack_sbuffer sb;
@@ -605,13 +605,14 @@ client_handshake(rpc_client *c, int64_t deadline, char *err, size_t errlen)
     auth_nonce(cnonce);
     msgpack_sbuffer_init(&sb);
     wire_bins_encode(&sb, 1, out);
-    st = client_roundtrip(c, GATE_CHALLENGE, sb.data, sb.size, deadline, &rep, &replen, err,
-                          errlen);
+    st =
+        client_roundtrip(c, GATE_CHALLENGE, sb.data, sb.size, deadline, &rep, &replen, err, errlen);
     msgpack_sbuffer_destroy(&sb);
     if (st == A2A_ERR_INVALID_ARGUMENT) /* a server without a token knows no AuthChallenge */
         st = rpc_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
                      "%s does not take a token, but this client has one: the sides are set up "
-                     "differently", c->url);
+                     "differently",
+                     c->url);
     if (st == A2A_OK && wire_bins_decode(got, 2, rep, replen, why, sizeof(why)) != 0)
         st = rpc_err(err, errlen, A2A_ERR_PERMISSION_DENIED, "bad challenge from %s: %s", c->url,
                      why);

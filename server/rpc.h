@@ -82,8 +82,8 @@ a2a_status rpc_fail(rpc_ctx *ctx, a2a_status status, const char *fmt, ...)
  * rpc_client_alloc starts dialling url; *out is freed with rpc_client_free.
  * sec (copied) may be NULL.
  */
-a2a_status rpc_client_alloc(rpc_client **out, const char *url, const rpc_security *sec,
-                            char *err, size_t errlen);
+a2a_status rpc_client_alloc(rpc_client **out, const char *url, const rpc_security *sec, char *err,
+                            size_t errlen);
 
 /*
  * rpc_call calls method with body and waits at most timeout_ms. On A2A_OK

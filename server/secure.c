@@ -36,8 +36,8 @@ slurp(const char *path)
 
 /* tls_make builds one side's configuration: its own certificate, and peers checked against ca. */
 static a2a_status
-tls_make(nng_tls_config **out, nng_tls_mode mode, const char *cert, const char *key,
-         const char *ca, char *err, size_t errlen)
+tls_make(nng_tls_config **out, nng_tls_mode mode, const char *cert, const char *key, const char *ca,
+         char *err, size_t errlen)
 {
     nng_tls_config *t = NULL;
     char *cpem = slurp(cert), *kpem = slurp(key);
@@ -68,8 +68,7 @@ tls_make(nng_tls_config **out, nng_tls_mode mode, const char *cert, const char *
 }
 
 static a2a_status
-secure_tls(secure *s, const char *cert, const char *key, const char *ca, char *err,
-           size_t errlen)
+secure_tls(secure *s, const char *cert, const char *key, const char *ca, char *err, size_t errlen)
 {
     a2a_status st;
     if ((st = tls_make(&s->tls_server, NNG_TLS_MODE_SERVER, cert, key, ca, err, errlen)) !=

@@ -34,8 +34,8 @@ usage(FILE *f)
                "  --coordinator URL   default $A2A_COORDINATOR_URL, e.g. tcp://127.0.0.1:7000\n"
                "  --json              print JSON for scripts instead of text\n"
                "  --timeout MS        deadline of the call (default 5000)\n"
-            "  --token-file FILE   the cluster's shared secret (default $A2A_TOKEN_FILE);\n"
-            "                      TLS: set A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA\n"
+               "  --token-file FILE   the cluster's shared secret (default $A2A_TOKEN_FILE);\n"
+               "                      TLS: set A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA\n"
                "\n"
                "Exit status: 0 on success; 1 with one line \"a2a-ctl: CMD: STATUS: reason\"\n"
                "when the call fails; 2 for bad usage.\n");

@@ -39,8 +39,8 @@ random_u64(void)
 }
 
 a2a_status
-engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secure *sec,
-             char *err, size_t errlen)
+engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secure *sec, char *err,
+             size_t errlen)
 {
     engine *e;
     a2a_status st;
@@ -68,7 +68,8 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
         e->peers[i].w = &cfg->workers[i];
         pthread_cond_init(&e->peers[i].cv, NULL);
     }
-    if ((st = rpc_client_alloc(&e->coord, cfg->coordinator_url, &sec->client, err, errlen)) != A2A_OK) {
+    if ((st = rpc_client_alloc(&e->coord, cfg->coordinator_url, &sec->client, err, errlen)) !=
+        A2A_OK) {
         engine_free(e);
         return st;
     }

@@ -39,8 +39,8 @@ typedef struct engine engine;
  * borrows and the caller frees after engine_free): it listens for peer links
  * on the worker's data_url and resolves groups through the coordinator.
  */
-a2a_status engine_alloc(engine **out, const cfg_cluster *cfg, const char *name,
-                        const secure *sec, char *err, size_t errlen);
+a2a_status engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secure *sec,
+                        char *err, size_t errlen);
 
 /* engine_stop fails the calls in progress with UNAVAILABLE and refuses new ones. */
 void engine_stop(engine *e);

@@ -276,7 +276,8 @@ answer_challenge(engine *e, eng_peer *p, nng_stream *s, eng_sender *x, frame *he
     free(rx.payload);
     if (ch.type != FRAME_CHALLENGE) {
         log_warn("link to %s: the peer sent frame type %d, not CHALLENGE: is its "
-                 "security.token_file set as ours is?", p->w->name, ch.type);
+                 "security.token_file set as ours is?",
+                 p->w->name, ch.type);
         frame_fini(&ch);
         return NNG_EPROTO;
     }
@@ -516,7 +517,8 @@ receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
         link_proof(e, ch.nonce, f.worker, f.incarnation, want);
         if (!f.has_mac || !auth_equal(want, f.mac, AUTH_MAC_LEN)) {
             snprintf(why, whylen, "HELLO from \"%s\" %s: PERMISSION_DENIED", f.worker,
-                     f.has_mac ? "with a wrong proof of the token" : "without a proof of the token");
+                     f.has_mac ? "with a wrong proof of the token"
+                               : "without a proof of the token");
             return NULL;
         }
     }
@@ -653,8 +655,8 @@ link_start(engine *e, char *err, size_t errlen)
 
     if ((rv = nng_stream_listener_alloc(&e->listener, url)) != 0 ||
         (e->sec->tls_server != NULL && strncmp(url, "tls+", 4) == 0 &&
-         (rv = nng_stream_listener_set_ptr(e->listener, NNG_OPT_TLS_CONFIG,
-                                           e->sec->tls_server)) != 0) ||
+         (rv = nng_stream_listener_set_ptr(e->listener, NNG_OPT_TLS_CONFIG, e->sec->tls_server)) !=
+             0) ||
         (rv = nng_stream_listener_listen(e->listener)) != 0) {
         snprintf(err, errlen, "cannot listen for peer links on %s: %s", url, nng_strerror(rv));
         nng_stream_listener_free(e->listener);

@@ -53,8 +53,8 @@ serve(const cfg_cluster *cfg, const char *name)
         return 1;
     }
     methods = api_methods(&nmethods);
-    if (rpc_server_alloc(&srv, w->url, methods, nmethods, e, API_THREADS, &sec.server, err, sizeof(err)) !=
-        A2A_OK) {
+    if (rpc_server_alloc(&srv, w->url, methods, nmethods, e, API_THREADS, &sec.server, err,
+                         sizeof(err)) != A2A_OK) {
         fprintf(stderr, "a2a-worker: %s\n", err);
         engine_free(e);
         secure_fini(&sec);
