@@ -11,11 +11,14 @@
 # update`. Prints nothing and changes nothing when all are present.
 set -euo pipefail
 
-BUILD_PKGS=(build-essential cmake pkg-config libnng-dev libmsgpack-dev libyaml-dev libcunit1-dev)
+BUILD_PKGS=(build-essential cmake pkg-config libnng-dev libmsgpack-dev libyaml-dev libcunit1-dev
+    libmbedtls-dev)
 # clang + libclang-rt: fuzz targets; valgrind, clang-format: test stages;
 # iproute2: network-namespace tests; python3: the integration tests' JSON checks;
-# git: the style stage lists tracked files.
-TEST_PKGS=(clang libclang-rt-14-dev valgrind clang-format iproute2 python3 git)
+# git: the style stage lists tracked files; openssl: certificates for the TLS
+# tests; docker-compose: validates docker/docker-compose.yml (no engine needed).
+TEST_PKGS=(clang libclang-rt-14-dev valgrind clang-format iproute2 python3 git openssl
+    docker-compose)
 
 case "${1:---all}" in
 --build) want=("${BUILD_PKGS[@]}") ;;
