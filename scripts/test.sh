@@ -94,17 +94,17 @@ stage_asan() {
     build build-asan || return 1
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --test-dir build-asan --output-on-failure -j"$CTEST_JOBS" -LE fuzz \
+        ctest --test-dir build-asan --output-on-failure -j"$CTEST_JOBS" -LE 'fuzz|huge|netns' \
         --no-tests=error </dev/null
 }
 
-TSAN_TESTS='unit\.rpc|integration\.'
+TSAN_TESTS='unit\.(rpc|auth)|integration\.'
 tsan_ctest() {
     local opts=halt_on_error=1:second_deadlock_stack=1
     # libnng is not built with TSan: tests/tsan.supp silences what it does inside.
     [ -f tests/tsan.supp ] && opts=$opts:suppressions=$ROOT/tests/tsan.supp
     TSAN_OPTIONS=$opts "$@" ctest --test-dir build-tsan --output-on-failure -j"$CTEST_JOBS" \
-        -R "$TSAN_TESTS" --no-tests=error </dev/null 2>&1 | tee "$LOGDIR/tsan.log"
+        -R "$TSAN_TESTS" -LE 'huge|netns' --no-tests=error </dev/null 2>&1 | tee "$LOGDIR/tsan.log"
 }
 
 stage_tsan() {
