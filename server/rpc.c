@@ -72,7 +72,8 @@ struct rpc_server {
      */
     pthread_rwlock_t lk;
     int closing;
-    gate *gate; /* NULL: no token */
+    gate *gate;              /* NULL: no token */
+    pthread_mutex_t cb_mtx;  /* orders the pipe callback against setup and teardown */
     char url[300];
 };
 
@@ -207,8 +208,10 @@ static void
 server_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
     rpc_server *s = arg;
+    pthread_mutex_lock(&s->cb_mtx);
     if (ev == NNG_PIPE_EV_REM_POST && s->gate != NULL)
         gate_pipe_gone(s->gate, p);
+    pthread_mutex_unlock(&s->cb_mtx);
 }
 
 /* server_listen opens the socket and listens on url; on failure s is freed. */
@@ -219,11 +222,14 @@ server_listen(rpc_server *s, const char *url, const rpc_security *sec, char *err
 
     if ((rv = nng_rep0_open(&s->sock)) != 0) {
         pthread_rwlock_destroy(&s->lk);
+        pthread_mutex_destroy(&s->cb_mtx);
         gate_free(s->gate);
         free(s);
         return rpc_err(err, errlen, A2A_ERR_INTERNAL, "rep socket: %s", nng_strerror(rv));
     }
     nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, RPC_RECV_MAX);
+    pthread_mutex_lock(&s->cb_mtx); /* publishes s to the callback's thread */
+    pthread_mutex_unlock(&s->cb_mtx);
     nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, server_pipe_cb, s);
     if ((rv = nng_listener_create(&s->listener, s->sock, url)) != 0 ||
         (sec != NULL && sec->tls != NULL && strncmp(url, "tls+", 4) == 0 &&
@@ -231,6 +237,7 @@ server_listen(rpc_server *s, const char *url, const rpc_security *sec, char *err
         (rv = nng_listener_start(s->listener, 0)) != 0) {
         nng_close(s->sock);
         pthread_rwlock_destroy(&s->lk);
+        pthread_mutex_destroy(&s->cb_mtx);
         gate_free(s->gate);
         free(s);
         return rpc_err(err, errlen,
@@ -254,8 +261,10 @@ rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, s
     s->nmethods = nmethods;
     s->arg = arg;
     pthread_rwlock_init(&s->lk, NULL);
+    pthread_mutex_init(&s->cb_mtx, NULL);
     if (sec != NULL && sec->key != NULL && (s->gate = gate_alloc(sec->key)) == NULL) {
         pthread_rwlock_destroy(&s->lk);
+        pthread_mutex_destroy(&s->cb_mtx);
         free(s);
         return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
@@ -303,6 +312,9 @@ rpc_server_free(rpc_server *s)
             nng_aio_free(w->aio);
     }
     free(s->workers);
+    pthread_mutex_lock(&s->cb_mtx); /* the last callback is done (nng_close waited for it) */
+    pthread_mutex_unlock(&s->cb_mtx);
+    pthread_mutex_destroy(&s->cb_mtx);
     pthread_rwlock_destroy(&s->lk);
     gate_free(s->gate);
     free(s);
@@ -388,6 +400,8 @@ rpc_client_alloc(rpc_client **out, const char *url, const rpc_security *sec, cha
     nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 500);
     /* Never resend: a method must not run twice because it ran long. */
     nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+    pthread_mutex_lock(&c->mtx); /* publishes c to the callback's thread */
+    pthread_mutex_unlock(&c->mtx);
     nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, client_pipe_cb, c);
     nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, client_pipe_cb, c);
     if ((rv = nng_dialer_create(&c->dialer, c->sock, url)) != 0 ||
