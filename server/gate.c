@@ -89,13 +89,13 @@ challenge(gate *g, gate_pipe *p, rpc_ctx *ctx, const uint8_t *body, size_t len)
     uint8_t in[1][WIRE_BIN32], mac[AUTH_MAC_LEN];
     const uint8_t *out[2] = {p->snonce, mac};
 
+    p->proved = 0; /* a new challenge, even a malformed one, starts over */
     if (wire_bins_decode(in, 1, body, len, ctx->message, sizeof(ctx->message)) != 0) {
         ctx->close_after = 1;
         return A2A_ERR_INVALID_ARGUMENT;
     }
     memcpy(p->cnonce, in[0], AUTH_NONCE_LEN);
     auth_nonce(p->snonce);
-    p->proved = 0;
     auth_mac(&g->key, GATE_SERVER_LABEL, p->cnonce, AUTH_NONCE_LEN, p->snonce, AUTH_NONCE_LEN, mac);
     if (wire_bins_encode(ctx->body, 2, out) != 0)
         return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
@@ -109,6 +109,7 @@ prove(gate *g, gate_pipe *p, rpc_ctx *ctx, const uint8_t *body, size_t len)
     static const uint8_t zero[AUTH_NONCE_LEN];
 
     ctx->close_after = 1; /* unless the proof holds */
+    p->proved = 0;
     if (wire_bins_decode(in, 1, body, len, ctx->message, sizeof(ctx->message)) != 0)
         return A2A_ERR_INVALID_ARGUMENT;
     if (auth_equal(p->snonce, zero, AUTH_NONCE_LEN))
