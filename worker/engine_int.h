@@ -42,6 +42,7 @@ struct eng_peer {
     int idx;
     const cfg_worker *w;
     nng_stream *out;
+    int out_reset; /* link_peer_down closed out: the sender frees it, quietly */
     pthread_t sender;
     int started;       /* the sender thread runs */
     pthread_cond_t cv; /* work for the sender */

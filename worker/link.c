@@ -167,6 +167,14 @@ link_peer_down(engine *e, eng_peer *p, const char *why)
             op_fail(e, op, A2A_ERR_UNAVAILABLE, 1, "%s", msg);
     }
     drop_queue(p); /* the aborts just queued for p itself */
+    /* Our outgoing link is write-only: after a silent cut its far end is closed
+     * (the peer saw the silence too), and frames written into it once the
+     * network heals are lost until a retransmission meets the peer's RST,
+     * seconds later. Start a new link with the next frame instead. */
+    if (p->out != NULL && !p->out_reset) {
+        nng_stream_close(p->out); /* the sender's pending send fails, it frees p->out */
+        p->out_reset = 1;
+    }
 }
 
 typedef struct {
@@ -327,6 +335,7 @@ out:
         return -1;
     }
     p->out = s;
+    p->out_reset = 0;
     p->last_sent_ms = rpc_now_ms();
     log_debug("link to %s (%s) up", p->w->name, p->w->data_url);
     return 0;
@@ -338,6 +347,10 @@ sender_broken(engine *e, eng_peer *p, int rv)
     char why[300];
     nng_stream_free(p->out);
     p->out = NULL;
+    if (p->out_reset) { /* closed by link_peer_down, which told everyone */
+        p->out_reset = 0;
+        return;
+    }
     if (e->stopping)
         return;
     snprintf(why, sizeof(why), "connection lost: %s", nng_strerror(rv));
@@ -414,6 +427,11 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
     eng_ctl *c;
     int rv;
 
+    if (p->out != NULL && p->out_reset) { /* closed by link_peer_down while we were idle */
+        nng_stream_free(p->out);
+        p->out = NULL;
+        p->out_reset = 0;
+    }
     if (p->out == NULL && (p->ctl_head != NULL || p->sends != NULL)) {
         sender_dial(e, p, x);
         return;

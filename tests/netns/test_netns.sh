@@ -80,6 +80,7 @@ export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
 
 cleanup() {
     trap '' INT TERM
+    exec 2>/dev/null # no "Killed" notices for the processes ended here
     local p
     for p in "${rank_pids[@]}" "${pid[@]}" $nap_pid; do
         kill -9 "$p" 2>/dev/null
@@ -224,7 +225,9 @@ verified() {
             bad=1
         fi
     done
-    if grep -Eih "FAILED|mismatch|corrupt|expected 0x|changed from" "$dir/$1"*.log | head -5 | sed 's/^/  /' | grep .; then
+    # wrong data: exchange_check says "..., expected 0x..." or "... changed from 0xa5 ..."
+    if grep -Eh "FAILED|expected 0x|changed from|[Mm]ismatch|MISMATCH|[Cc]orrupt" "$dir/$1"*.log |
+        head -5 | sed 's/^/  /' | grep .; then
         bad=1
     fi
     return $bad
@@ -256,20 +259,32 @@ verified big big || st=1
 grep -h "bytes sent+received" "$dir"/big*.log | head -2 | sed 's/^/  /'
 result b "big across $K hosts, $((SECONDS - t)) s" $st
 
-# first_error LOG: the first failed operation's line in a loop log
-first_error() { grep -m1 -E ": loop: operation [0-9]+ \([0-9]+ ms\): " "$1"; }
+# first_error LOG [SKIP]: the first failed operation's line in a loop log, after line SKIP
+first_error() { tail -n +$((${2:-0} + 1)) "$1" | grep -m1 -E ": loop: operation [0-9]+ \([0-9]+ ms\): "; }
+
+# mark PREFIX: lines[r] = lines in rank r's log now; says which ranks failed before
+declare -a lines
+mark() {
+    local r
+    for ((r = 0; r < N; r++)); do
+        lines[r]=$(wc -l <"$dir/$1$r.log")
+        first_error "$dir/$1$r.log" >/dev/null && echo "  note: rank $r had failed operations before that: $(first_error "$dir/$1$r.log" | cut -c1-200)"
+    done
+}
 
 # ---- c. host 4's link cut during a loop run ----
 t=$SECONDS
 st=0
 services_alive || st=1
+t_ranks=$(now_ms)
 run_ranks cut 90 loop 14
 nap 3
 for ((r = 0; r < N; r++)); do
     kill -0 "${rank_pids[r]}" 2>/dev/null || { echo "  rank $r ended before the cut"; st=1; }
 done
-"$hosts" cut "$P" 4 || st=1
+mark cut
 t_cut=$(now_ms)
+"$hosts" cut "$P" 4 || st=1
 echo "  cut host 4's link at $((SECONDS - t)) s"
 declare -A seen=()
 healed=0
@@ -277,10 +292,11 @@ while :; do
     el=$(($(now_ms) - t_cut))
     for ((r = 0; r < N; r++)); do
         [ -n "${seen[$r]:-}" ] && continue
-        first_error "$dir/cut$r.log" >/dev/null && seen[$r]=$el
+        first_error "$dir/cut$r.log" "${lines[r]}" >/dev/null && seen[$r]=$el
     done
     if ((!healed && el >= 4000)); then
         "$hosts" heal "$P" 4 || st=1
+        t_heal=$(now_ms)
         healed=1
         echo "  healed host 4's link after $el ms"
     fi
@@ -290,7 +306,7 @@ done
 for ((r = 0; r < N; r++)); do
     k=$(host_of "$r")
     if [ -n "${seen[$r]:-}" ]; then
-        echo "  rank $r (host $k): first error ${seen[$r]} ms after the cut: $(first_error "$dir/cut$r.log" | sed 's/^rank [0-9]*: loop: //' | cut -c1-200)"
+        echo "  rank $r (host $k): first error ${seen[$r]} ms after the cut: $(first_error "$dir/cut$r.log" "${lines[r]}" | sed 's/^rank [0-9]*: loop: //' | cut -c1-200)"
         if ((k != 4 && seen[$r] > CUT_DETECT_BOUND * 1000)); then
             echo "  rank $r: that is later than $CUT_DETECT_BOUND s"
             st=1
@@ -310,6 +326,11 @@ if [ -n "$other" ]; then
     echo "$other" | head -5 | sed 's/^/  /'
     st=1
 fi
+# the ranks' times count from their start, about t_ranks
+for ((r = 0; r < N; r++)); do
+    last=$(grep -E ": loop: operation [0-9]+ \([0-9]+ ms\): " "$dir/cut$r.log" | tail -1 | sed -E 's/.*operation [0-9]+ \(([0-9]+) ms\).*/\1/')
+    [ -n "$last" ] && echo "  rank $r: last failed operation ended ~$((last - (t_heal - t_ranks))) ms after the heal"
+done
 grep -h "operations verified" "$dir"/cut*.log | sed 's/^/  /'
 ((st == 0)) || show_logs "cut*"
 ((st == 0)) || show_logs "host*"
@@ -324,9 +345,10 @@ nap 3
 for ((r = 0; r < N; r++)); do
     kill -0 "${rank_pids[r]}" 2>/dev/null || { echo "  rank $r ended before the kill"; st=1; }
 done
+mark kill
+t_kill=$(now_ms)
 kill -9 "${pid[host3]}"
 wait "${pid[host3]}" 2>/dev/null
-t_kill=$(now_ms)
 echo "  killed worker host3 (pid ${pid[host3]}) at $((SECONDS - t)) s"
 unset 'pid[host3]'
 seen=()
@@ -335,7 +357,7 @@ while :; do
     el=$(($(now_ms) - t_kill))
     for ((r = 0; r < N; r++)); do
         [ -n "${seen[$r]:-}" ] && continue
-        grep -qE "UNAVAILABLE.*host3" "$dir/kill$r.log" && seen[$r]=$el
+        tail -n +$((lines[r] + 1)) "$dir/kill$r.log" | grep -qE "UNAVAILABLE.*host3" && seen[$r]=$el
     done
     if ((!restarted && el >= 2000)); then
         mv "$dir/host3.log" "$dir/host3-killed.log"
@@ -350,12 +372,12 @@ done
 for ((r = 0; r < N; r++)); do
     k=$(host_of "$r")
     if [ -n "${seen[$r]:-}" ]; then
-        echo "  rank $r (host $k): UNAVAILABLE naming host3 ${seen[$r]} ms after the kill: $(grep -m1 -E "UNAVAILABLE.*host3" "$dir/kill$r.log" | sed 's/^rank [0-9]*: loop: //' | cut -c1-200)"
+        echo "  rank $r (host $k): UNAVAILABLE naming host3 ${seen[$r]} ms after the kill: $(tail -n +$((lines[r] + 1)) "$dir/kill$r.log" | grep -m1 -E "UNAVAILABLE.*host3" | sed 's/^rank [0-9]*: loop: //' | cut -c1-200)"
     elif ((k != 3)); then
         echo "  rank $r (host $k): no UNAVAILABLE naming host3 within 10 s of the kill"
         st=1
     else
-        echo "  rank $r (host $k, its worker killed): $(first_error "$dir/kill$r.log" | sed 's/^rank [0-9]*: loop: //' | cut -c1-200)"
+        echo "  rank $r (host $k, its worker killed): $(first_error "$dir/kill$r.log" "${lines[r]}" | sed 's/^rank [0-9]*: loop: //' | cut -c1-200)"
     fi
 done
 wait_ranks 90 || st=1

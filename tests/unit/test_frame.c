@@ -265,8 +265,28 @@ test_hello_round_trip(void)
     round_trip(&in, 0, &out);
     CU_ASSERT_STRING_EQUAL(out.worker, name);
     CU_ASSERT_EQUAL(out.incarnation, 0);
+    CU_ASSERT_FALSE(out.has_mac);
     frame_fini(&out);
     free(name);
+
+    in.has_mac = 1; /* with a proof of the token */
+    memset(in.mac, 0xAB, sizeof(in.mac));
+    round_trip(&in, 0, &out);
+    CU_ASSERT_TRUE(out.has_mac);
+    CU_ASSERT_EQUAL(memcmp(out.mac, in.mac, sizeof(in.mac)), 0);
+    frame_fini(&out);
+}
+
+static void
+test_challenge_round_trip(void)
+{
+    frame in = {.type = FRAME_CHALLENGE}, out;
+    for (size_t i = 0; i < sizeof(in.nonce); i++)
+        in.nonce[i] = (uint8_t)(i * 7 + 1);
+    round_trip(&in, 0, &out);
+    CU_ASSERT_EQUAL(out.type, FRAME_CHALLENGE);
+    CU_ASSERT_EQUAL(memcmp(out.nonce, in.nonce, sizeof(in.nonce)), 0);
+    frame_fini(&out);
 }
 
 static void
@@ -481,7 +501,7 @@ test_encode_unknown_type(void)
 
     msgpack_sbuffer_init(&sb);
     CU_ASSERT_EQUAL(frame_header_encode(&sb, &f), -1);
-    f.type = (frame_type)7;
+    f.type = (frame_type)8;
     CU_ASSERT_EQUAL(frame_header_encode(&sb, &f), -1);
     msgpack_sbuffer_destroy(&sb);
 }
@@ -499,10 +519,11 @@ test_fini_zeroed(void)
 /* ---- malformed headers, built field by field ---- */
 
 /* The number of fields of each type, the type itself included. */
-static const uint32_t nfields[] = {[FRAME_HELLO] = 3, [FRAME_READY] = 7, [FRAME_SLICE] = 10,
-                                   [FRAME_DATA] = 7,  [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1};
+static const uint32_t nfields[] = {
+    [FRAME_HELLO] = 4, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,   [FRAME_DATA] = 7,
+    [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2};
 
-enum field_kind { F_TYPE, F_STR, F_U64, F_I64, F_LIST };
+enum field_kind { F_TYPE, F_STR, F_U64, F_I64, F_LIST, F_BIN32 };
 
 /* kind_of returns what field i of a frame of type t holds. */
 static enum field_kind
@@ -511,7 +532,8 @@ kind_of(int t, uint32_t i)
     if (i == 0)
         return F_TYPE;
     switch (t) {
-    case FRAME_HELLO: return i == 1 ? F_STR : F_U64;
+    case FRAME_HELLO: return i == 1 ? F_STR : i == 2 ? F_U64 : F_BIN32;
+    case FRAME_CHALLENGE: return F_BIN32;
     case FRAME_READY: return i == 1 ? F_STR : i <= 3 ? F_U64 : i == 6 ? F_LIST : F_I64;
     case FRAME_SLICE: return i == 1 || i == 9 ? F_STR : i <= 3 ? F_U64 : F_I64;
     case FRAME_DATA: return i == 1 ? F_STR : i <= 3 || i == 6 ? F_U64 : F_I64;
@@ -528,6 +550,10 @@ put_valid(mbuf *b, int t, uint32_t i)
     case F_TYPE: msgpack_pack_int(&b->pk, t); break;
     case F_STR: mb_str(b, i == 1 && t != FRAME_HELLO ? "grp" : i == 1 ? "w0" : "msg"); break;
     case F_U64: msgpack_pack_uint64(&b->pk, 5); break;
+    case F_BIN32:
+        msgpack_pack_bin(&b->pk, 32);
+        msgpack_pack_bin_body(&b->pk, "0123456789abcdef0123456789abcdef", 32);
+        break;
     case F_LIST:
         msgpack_pack_array(&b->pk, 4);
         msgpack_pack_int64(&b->pk, 1);
@@ -605,7 +631,7 @@ static void
 test_builder_valid(void)
 {
     mbuf b;
-    for (int t = FRAME_HELLO; t <= FRAME_HEARTBEAT; t++) {
+    for (int t = FRAME_HELLO; t <= FRAME_CHALLENGE; t++) {
         build(&b, t, nfields[t], -1, W_NIL);
         expect_ok(b.sb.data, b.sb.size, payload_for(t), "built frame");
         mb_fini(&b);
@@ -618,7 +644,7 @@ test_wrong_field_count(void)
     char needle[64];
     mbuf b;
 
-    for (int t = FRAME_HELLO; t <= FRAME_HEARTBEAT; t++) {
+    for (int t = FRAME_HELLO; t <= FRAME_CHALLENGE; t++) {
         uint32_t counts[] = {1, nfields[t] - 1, nfields[t] + 1, 11, 16};
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
             if (counts[k] == nfields[t] || counts[k] == 0)
@@ -640,7 +666,7 @@ test_wrong_field_types(void)
 {
     mbuf b;
 
-    for (int t = FRAME_HELLO; t <= FRAME_HEARTBEAT; t++)
+    for (int t = FRAME_HELLO; t <= FRAME_CHALLENGE; t++)
         for (uint32_t i = 0; i < nfields[t]; i++)
             for (int w = 0; w < W_COUNT; w++) {
                 /* every wrong value fails every field, but 2^63 is a valid u64 */
@@ -861,18 +887,20 @@ test_string_limits(void)
     mbuf b;
 
     mb_init(&b);
-    msgpack_pack_array(&b.pk, 3);
+    msgpack_pack_array(&b.pk, 4);
     msgpack_pack_int(&b.pk, FRAME_HELLO);
     mb_str(&b, w);
     msgpack_pack_uint64(&b.pk, 1);
+    msgpack_pack_bin(&b.pk, 0);
     expect_fail(b.sb.data, b.sb.size, 0, "64", "worker of 64 bytes");
     mb_fini(&b);
 
     mb_init(&b);
-    msgpack_pack_array(&b.pk, 3);
+    msgpack_pack_array(&b.pk, 4);
     msgpack_pack_int(&b.pk, FRAME_HELLO);
     mb_strn(&b, "w\0", 2);
     msgpack_pack_uint64(&b.pk, 1);
+    msgpack_pack_bin(&b.pk, 0);
     expect_fail(b.sb.data, b.sb.size, 0, "NUL", "NUL in worker");
     mb_fini(&b);
 
@@ -1215,6 +1243,7 @@ main(void)
         {"prefix bytes", test_prefix_bytes},
         {"prefix malformed", test_prefix_malformed},
         {"HELLO round trip", test_hello_round_trip},
+        {"CHALLENGE round trip", test_challenge_round_trip},
         {"HEARTBEAT round trip", test_heartbeat_round_trip},
         {"READY round trip, no pairs", test_ready_round_trip_empty},
         {"READY round trip, many pairs", test_ready_round_trip_many},
