@@ -140,9 +140,10 @@ gate_check(gate *g, const char *method, rpc_ctx *ctx, const uint8_t *body, size_
         *st = rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "too many connections");
     else if (is_challenge)
         *st = challenge(g, p, ctx, body, len);
-    else if (is_prove && p == NULL)
+    else if (is_prove && p == NULL) {
         *st = rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED, "AuthProve before AuthChallenge");
-    else if (is_prove)
+        ctx->close_after = 1;
+    } else if (is_prove)
         *st = prove(g, p, ctx, body, len);
     else if (p == NULL || !p->proved) {
         *st = rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED,

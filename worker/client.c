@@ -144,19 +144,25 @@ job_hello(a2a_job *job, const char *url)
 
     msgpack_sbuffer_init(&sb);
     wire_job_id_encode(&sb, &job->id);
-    st = call(job, "Hello", &sb, CLIENT_CALL_MS, &rep, &replen);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        free(rep);
+        rep = NULL;
+        st = call(job, "Hello", &sb, CLIENT_CALL_MS, &rep, &replen);
+        if (st == A2A_OK && wire_hello_reply_decode(&h, rep, replen, why, sizeof(why)) != 0)
+            st = job_fail(job, A2A_ERR_INTERNAL, "bad Hello reply from %s: %s", url, why);
+        if (st != A2A_OK || h.direct)
+            break;
+        /* where ptrace is restricted (Yama), let the worker read and write us, then ask again */
+        prctl(PR_SET_PTRACER, (unsigned long)h.pid, 0, 0, 0);
+    }
     msgpack_sbuffer_destroy(&sb);
-    if (st == A2A_OK && wire_hello_reply_decode(&h, rep, replen, why, sizeof(why)) != 0)
-        st = job_fail(job, A2A_ERR_INTERNAL, "bad Hello reply from %s: %s", url, why);
-    else if (st == A2A_OK && !h.direct)
+    if (st == A2A_OK && !h.direct)
         st = job_fail(job, A2A_ERR_PERMISSION_DENIED,
                       "worker %s at %s cannot reach this process's memory: run the job on the "
                       "worker's host, as the same user",
                       h.worker, url);
-    else if (st == A2A_OK) { /* let the worker read and write us, also where ptrace is restricted */
-        prctl(PR_SET_PTRACER, (unsigned long)h.pid, 0, 0, 0);
+    else if (st == A2A_OK)
         snprintf(job->worker, sizeof(job->worker), "%s", h.worker);
-    }
     free(rep);
     return st;
 }

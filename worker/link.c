@@ -520,8 +520,10 @@ receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
     uint64_t plen;
     eng_peer *p = NULL;
 
-    if (e->sec->has_key && send_challenge(in->s, x, &ch) != 0) {
-        snprintf(why, whylen, "cannot send the challenge");
+    int rv;
+
+    if (e->sec->has_key && (rv = send_challenge(in->s, x, &ch)) != 0) {
+        snprintf(why, whylen, "cannot send the challenge: %s", nng_strerror(rv));
         return NULL;
     }
     if (read_frame(in->s, x, &f, &plen, 5000, why, whylen) != 0)

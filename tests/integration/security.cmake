@@ -1,0 +1,13 @@
+# security.cmake - security.token_file and security.tls end to end
+# (test_security.sh): tokens on a2a-ctl, jobs and peer links, a job claiming
+# another worker's rank, replayed proofs and garbage on the links
+# (security_check), then the same cluster over tls+tcp:// with a CA and an
+# evil one. Included from tests/integration/CMakeLists.txt.
+add_executable(security_check ${CMAKE_CURRENT_LIST_DIR}/security_check.c)
+target_link_libraries(security_check PRIVATE a2a_common a2a_server nng::nng)
+
+add_test(NAME integration.security
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_security.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:a2a-ctl>
+          $<TARGET_FILE:exchange_check> $<TARGET_FILE:security_check>)
+set_tests_properties(integration.security PROPERTIES TIMEOUT 180 LABELS integration)

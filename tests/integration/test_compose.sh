@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# test_compose.sh COORDINATOR SOURCE_DIR: docker/docker-compose.yml validates
+# (docker-compose config; no engine needed) and agrees with
+# configs/docker-cluster.yaml, which the real a2a-coordinator loads; the
+# Dockerfile has a HEALTHCHECK and runs as a non-root user.
+set -uo pipefail
+coordinator=$1
+src=$2
+compose_file=$src/docker/docker-compose.yml
+cluster=$src/configs/docker-cluster.yaml
+dockerfile=$src/docker/Dockerfile
+
+if ! command -v docker-compose >/dev/null 2>&1; then
+    echo "SKIP: docker-compose not installed"
+    exit 0
+fi
+
+tmp=$(mktemp -d)
+coord_pid=
+cleanup() {
+    [ -n "$coord_pid" ] && kill "$coord_pid" 2>/dev/null && wait "$coord_pid" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+pass=0 fail=0
+ok() { echo "ok: $1"; pass=$((pass + 1)); }
+bad() { # bad NAME [DETAIL]
+    echo "FAILED: $1"
+    [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/    /' | tail -20
+    fail=$((fail + 1))
+}
+check() { # check NAME CMD...
+    local name=$1
+    shift
+    if "$@" >"$tmp/out" 2>&1; then ok "$name"; else bad "$name" "$(cat "$tmp/out")"; fi
+}
+
+# --- the compose file validates ----------------------------------------------
+if docker-compose -f "$compose_file" config >"$tmp/config.yml" 2>"$tmp/config.err"; then
+    ok "docker-compose config validates docker/docker-compose.yml"
+else
+    bad "docker-compose config validates docker/docker-compose.yml" "$(cat "$tmp/config.err")"
+    echo "$pass passed, $((fail + 1)) failed (the other checks need a valid compose file)"
+    exit 1
+fi
+docker-compose -f "$compose_file" config --services >"$tmp/services" 2>&1
+mapfile -t services <"$tmp/services"
+
+# svc_block SERVICE: the lines of one service in the normalized config
+svc_block() {
+    awk -v s="$1" '
+        /^[^ ]/ { in_services = ($0 ~ /^services:/); on = 0; next }
+        in_services && /^  [^ ]/ { name = $1; sub(/:$/, "", name); on = (name == s); next }
+        on { print }' "$tmp/config.yml"
+}
+# svc_key SERVICE KEY: the scalar value of a top-level key of the service
+svc_key() {
+    svc_block "$1" | awk -v k="$2" '$0 ~ "^    " k ":" { sub("^    " k ": *", ""); gsub(/["'"'"']/, ""); print; exit }'
+}
+# svc_env SERVICE VAR: an environment variable of the service (map or list form)
+svc_env() {
+    svc_block "$1" | awk -v v="$2" '
+        /^    environment:/ { on = 1; next }
+        /^    [^ -]/ { on = 0 }
+        on {
+            line = $0; sub(/^ *(- )?/, "", line); gsub(/["'"'"']/, "", line)
+            if (index(line, v ": ") == 1) { print substr(line, length(v) + 3); exit }
+            if (index(line, v "=") == 1) { print substr(line, length(v) + 2); exit }
+        }'
+}
+# svc_cmd SERVICE: the command, one word a line (list form) or as one line
+svc_cmd() {
+    svc_block "$1" | awk '
+        /^    command:/ { on = 1; rest = $0; sub(/^    command: */, "", rest); if (rest != "") print rest; next }
+        /^    [^ -]/ { on = 0 }
+        on { line = $0; sub(/^ *- */, "", line); gsub(/["'"'"']/, "", line); print line }'
+}
+
+for s in coordinator node-a node-b job-a job-b; do
+    check "compose has the service $s" grep -qx "$s" "$tmp/services"
+done
+
+# --- the workers of configs/docker-cluster.yaml --------------------------------
+# one line per worker: NAME URL DATA_URL
+awk '
+    { sub(/[ \t]+#.*$/, ""); sub(/^#.*$/, "") }
+    /^[^ \t-]/ { on = ($0 ~ /^workers:/); next }
+    !on { next }
+    /^[ \t]*-?[ \t]*name:/ { if (n != "") print n, u, d; n = $0; sub(/^.*name:[ \t]*/, "", n); u = d = ""; next }
+    /^[ \t]*url:/ { u = $0; sub(/^.*url:[ \t]*/, "", u); next }
+    /^[ \t]*data_url:/ { d = $0; sub(/^.*data_url:[ \t]*/, "", d); next }
+    END { if (n != "") print n, u, d }' "$cluster" | tr -d "\"'" >"$tmp/workers"
+coord_url=$(awk '/^coordinator:/ { on = 1; next } /^[^ \t#]/ { on = 0 } on && /^[ \t]*url:/ { sub(/^.*url:[ \t]*/, ""); sub(/[ \t]+#.*$/, ""); gsub(/["'"'"']/, ""); print; exit }' "$cluster")
+url_host() { echo "$1" | sed -E 's#^[a-z+]+://([^:/]+).*#\1#'; }
+
+check "configs/docker-cluster.yaml names 2 or more workers" test "$(wc -l <"$tmp/workers")" -ge 2
+check "the coordinator url's host is the service coordinator ($coord_url)" \
+    test "$(url_host "$coord_url")" = coordinator
+check "the coordinator's hostname is coordinator" test "$(svc_key coordinator hostname)" = coordinator
+check "the service coordinator runs a2a-coordinator" test "$(svc_cmd coordinator | head -1)" = a2a-coordinator
+
+worker_services=()
+while read -r s; do
+    svc_cmd "$s" | grep -qx a2a-worker && worker_services+=("$s")
+done <"$tmp/services"
+yaml_names=$(awk '{print $1}' "$tmp/workers" | sort | tr '\n' ' ')
+compose_names=$(printf '%s\n' "${worker_services[@]}" | sort | tr '\n' ' ')
+check "the a2a-worker services ($compose_names) are the YAML's workers ($yaml_names)" \
+    test "$yaml_names" = "$compose_names"
+
+while read -r name url data_url; do
+    host=$(url_host "$url")
+    check "worker $name: url host ($host) and data_url host are its name" \
+        test "$host" = "$name" -a "$(url_host "$data_url")" = "$name"
+    check "worker $name: the service $name has hostname $name" \
+        test "$(svc_key "$name" hostname)" = "$name"
+    given=$(svc_cmd "$name" | grep -A1 -x -- --name | tail -1)
+    check "worker $name: the service runs a2a-worker --name $name (got \"$given\")" \
+        test "$given" = "$name"
+    jobs=
+    for s in "${services[@]}"; do
+        [ "$(svc_key "$s" pid)" = "service:$name" ] && jobs="$jobs $s"
+    done
+    check "worker $name: a job service shares its PID namespace (pid: service:$name)" test -n "$jobs"
+    for j in $jobs; do
+        check "job $j: A2A_WORKER_URL is $name's url ($url)" test "$(svc_env "$j" A2A_WORKER_URL)" = "$url"
+    done
+done <"$tmp/workers"
+
+# --- the token: a compose secret where security.token_file points -------------
+token_file=$(awk '/^security:/ { on = 1; next } /^[^ \t#]/ { on = 0 } on && /^[ \t]*token_file:/ { sub(/^.*token_file:[ \t]*/, ""); sub(/[ \t]+#.*$/, ""); gsub(/["'"'"']/, ""); print; exit }' "$cluster")
+if [ -n "$token_file" ]; then
+    check "security.token_file ($token_file) is the compose secret a2a_token" \
+        test "$token_file" = /run/secrets/a2a_token
+    for s in "${services[@]}"; do
+        if svc_block "$s" | awk '/^    secrets:/ { on = 1; next } /^    [^ -]/ { on = 0 } on' | grep -q a2a_token; then
+            ok "service $s mounts the secret a2a_token"
+        else
+            bad "service $s mounts the secret a2a_token"
+        fi
+        check "service $s sets A2A_TOKEN_FILE=$token_file" test "$(svc_env "$s" A2A_TOKEN_FILE)" = "$token_file"
+    done
+fi
+
+# --- the cluster YAML loads in the real coordinator ----------------------------
+# The token file lives in the containers; point a copy at a local one.
+printf 'a-local-test-token-of-enough-bytes\n' >"$tmp/token"
+chmod 600 "$tmp/token"
+sed "s#/run/secrets/a2a_token#$tmp/token#" "$cluster" >"$tmp/cluster.yaml"
+"$coordinator" --config "$tmp/cluster.yaml" --listen tcp://127.0.0.1:0 >"$tmp/coord.out" 2>"$tmp/coord.err" &
+coord_pid=$!
+for _ in $(seq 100); do
+    grep -q "listening on" "$tmp/coord.out" 2>/dev/null && break
+    kill -0 "$coord_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if grep -q "listening on" "$tmp/coord.out"; then
+    ok "a2a-coordinator loads configs/docker-cluster.yaml"
+else
+    bad "a2a-coordinator loads configs/docker-cluster.yaml" "$(cat "$tmp/coord.out" "$tmp/coord.err")"
+fi
+kill "$coord_pid" 2>/dev/null
+wait "$coord_pid" 2>/dev/null
+coord_pid=
+
+# --- the Dockerfile -------------------------------------------------------------
+# instructions with their continuation lines joined
+awk '{ line = line $0 } /\\$/ { sub(/\\$/, "", line); next } { print line; line = "" }' "$dockerfile" >"$tmp/instructions"
+check "the Dockerfile has a HEALTHCHECK running a2a-ctl health" \
+    grep -Eq '^HEALTHCHECK[[:space:]].*CMD.*a2a-ctl.*health' "$tmp/instructions"
+last_user=$(awk '/^USER[[:space:]]/ { u = $2 } END { print u }' "$tmp/instructions")
+# shellcheck disable=SC2016 # $1 is bash -c's argument
+check "the Dockerfile's final USER is not root ($last_user)" \
+    bash -c '[ -n "$1" ] && ! echo "$1" | grep -Eq "^(root|0)(:|\$)"' _ "$last_user"
+# shellcheck disable=SC2016
+check "the Dockerfile has no ENTRYPOINT" bash -c '! grep -q "^ENTRYPOINT" "$1"' _ "$dockerfile"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
