@@ -72,8 +72,8 @@ struct rpc_server {
      */
     pthread_rwlock_t lk;
     int closing;
-    gate *gate;              /* NULL: no token */
-    pthread_mutex_t cb_mtx;  /* orders the pipe callback against setup and teardown */
+    gate *gate;             /* NULL: no token */
+    pthread_mutex_t cb_mtx; /* orders the pipe callback against setup and teardown */
     char url[300];
 };
 

@@ -442,7 +442,7 @@ bench_parse_opts(int argc, char **argv, bench_opts *o)
 static void
 bench_ctx_init(bench_ctx *c, const bench_opts *o)
 {
-    int64_t n, me;
+    int64_t n = 0, me = 0;
     memset(c, 0, sizeof(*c));
     c->what = "start";
     if (a2a_job_open(&c->job, NULL, -1) != A2A_OK)
