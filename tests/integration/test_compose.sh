@@ -175,5 +175,49 @@ check "the Dockerfile's final USER is not root ($last_user)" \
 # shellcheck disable=SC2016
 check "the Dockerfile has no ENTRYPOINT" bash -c '! grep -q "^ENTRYPOINT" "$1"' _ "$dockerfile"
 
+# --- TLS: the override, make-certs.sh, and the TLS cluster file -------------------
+tls_file=$src/docker/docker-compose.tls.yml
+check "docker-compose config validates docker-compose.yml + docker-compose.tls.yml" \
+    env A2A_TLS_DIR="$tmp/tls" bash -c 'mkdir -p "$A2A_TLS_DIR" && touch "$A2A_TLS_DIR"/node.crt \
+        "$A2A_TLS_DIR"/node.key "$A2A_TLS_DIR"/ca.crt && docker-compose -f "$1" -f "$2" config \
+        | grep -q "tls+tcp://node-a:7100"' _ "$compose_file" "$tls_file"
+rm -rf "$tmp/tls"
+if command -v openssl >/dev/null 2>&1; then
+    check "make-certs.sh makes a CA and a node certificate" \
+        "$src/docker/make-certs.sh" "$tmp/tls" localhost 127.0.0.1
+    check "make-certs.sh makes a second, unrelated CA" \
+        "$src/docker/make-certs.sh" "$tmp/evil" localhost 127.0.0.1
+    # the TLS cluster file, with its secrets' paths pointed at the made files
+    sed -e "s#/run/secrets/a2a_cert#$tmp/tls/node.crt#; s#/run/secrets/a2a_key#$tmp/tls/node.key#" \
+        -e "s#/run/secrets/a2a_ca#$tmp/tls/ca.crt#; s#/run/secrets/a2a_token#$tmp/token#" \
+        "$src/configs/docker-cluster-tls.yaml" >"$tmp/tls.yaml"
+    head -c 32 /dev/urandom | base64 >"$tmp/token"
+    "$coordinator" --config "$tmp/tls.yaml" --listen tls+tcp://127.0.0.1:0 \
+        >"$tmp/tcoord.out" 2>"$tmp/tcoord.err" &
+    coord_pid=$!
+    for _ in $(seq 100); do grep -q "listening on" "$tmp/tcoord.out" && break; sleep 0.1; done
+    turl=$(awk '/listening on/ {print $3}' "$tmp/tcoord.out")
+    ctl=$(dirname "$coordinator")/../tools/a2a-ctl
+    if [ -n "$turl" ] && [ -x "$ctl" ]; then
+        check "a2a-ctl health over TLS with the made certificate" \
+            env A2A_TOKEN_FILE="$tmp/token" A2A_TLS_CERT="$tmp/tls/node.crt" \
+            A2A_TLS_KEY="$tmp/tls/node.key" A2A_TLS_CA="$tmp/tls/ca.crt" \
+            "$ctl" --timeout 3000 --coordinator "$turl" health
+        # shellcheck disable=SC2016
+        check "a certificate from another CA is refused" bash -c '! "$@"' _ \
+            env A2A_TOKEN_FILE="$tmp/token" A2A_TLS_CERT="$tmp/evil/node.crt" \
+            A2A_TLS_KEY="$tmp/evil/node.key" A2A_TLS_CA="$tmp/evil/ca.crt" \
+            "$ctl" --timeout 1500 --coordinator "$turl" health
+    else
+        bad "the coordinator serves configs/docker-cluster-tls.yaml over TLS" \
+            "$(cat "$tmp/tcoord.out" "$tmp/tcoord.err")"
+    fi
+    kill "$coord_pid" 2>/dev/null
+    wait "$coord_pid" 2>/dev/null
+    coord_pid=
+else
+    echo "note: openssl missing: the TLS certificate checks are skipped"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
