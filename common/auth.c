@@ -1,6 +1,8 @@
 /* auth.c - HMAC-SHA256 (mbedTLS) over nonces: proofs of the shared secret. */
 #include "auth.h"
 
+#include "status.h"
+
 #include <errno.h>
 #include <mbedtls/md.h>
 #include <stdarg.h>
@@ -8,16 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-
-static a2a_status
-auth_fail(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return st;
-}
 
 static int
 is_space(uint8_t c)
@@ -34,14 +26,14 @@ auth_key_load(auth_key *k, const char *path, char *err, size_t errlen)
 
     memset(k, 0, sizeof(*k));
     if (f == NULL)
-        return auth_fail(err, errlen, A2A_ERR_NOT_FOUND, "token file %s: %s", path,
-                         strerror(errno));
+        return status_fail(err, errlen, A2A_ERR_NOT_FOUND, "token file %s: %s", path,
+                           strerror(errno));
     n = fread(k->key, 1, sizeof(k->key), f);
     if (n == sizeof(k->key) && fread(&extra, 1, 1, f) == 1) {
         fclose(f);
         auth_key_wipe(k);
-        return auth_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
-                         "token file %s is longer than %d bytes", path, AUTH_KEY_MAX);
+        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                           "token file %s is longer than %d bytes", path, AUTH_KEY_MAX);
     }
     fclose(f);
     while (n > 0 && is_space(k->key[n - 1]))
@@ -52,9 +44,9 @@ auth_key_load(auth_key *k, const char *path, char *err, size_t errlen)
     k->len = n - start;
     if (k->len < AUTH_KEY_MIN) {
         auth_key_wipe(k);
-        return auth_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
-                         "token file %s holds %zu bytes of secret; use at least %d", path,
-                         n - start, AUTH_KEY_MIN);
+        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                           "token file %s holds %zu bytes of secret; use at least %d", path,
+                           n - start, AUTH_KEY_MIN);
     }
     return A2A_OK;
 }

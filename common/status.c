@@ -1,6 +1,8 @@
 /* status.c - names and messages of the status codes, from A2A_STATUS_TABLE. */
 #include "status.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #define STATUS_CHECK(suffix, name, msg) _Static_assert((int)A2A_##suffix >= 0, name);
@@ -41,4 +43,16 @@ status_from_name(const char *name)
         if (strcmp(status_names[i], name) == 0)
             return i;
     return -1;
+}
+
+a2a_status
+status_fail(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
+{
+    va_list ap;
+    if (err != NULL && errlen > 0) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
 }

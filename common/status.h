@@ -26,6 +26,13 @@ const char *status_message(a2a_status status);
 /* status_valid reports whether a raw integer (e.g. off the wire) is a status. */
 int status_valid(int64_t raw);
 
+/*
+ * status_fail writes the printf-style message into err[errlen] (when err is
+ * not NULL) and returns st, for "return status_fail(err, errlen, st, ...)".
+ */
+a2a_status status_fail(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* status_from_name returns the status called name, or -1. */
 int status_from_name(const char *name);
 

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/status.h"
 #include "common/wire.h"
 #include "gate.h"
 
@@ -22,18 +23,6 @@ rpc_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static a2a_status
-rpc_err(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
-{
-    va_list ap;
-    if (err != NULL && errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
 }
 
 a2a_status
@@ -225,7 +214,7 @@ server_listen(rpc_server *s, const char *url, const rpc_security *sec, char *err
         pthread_mutex_destroy(&s->cb_mtx);
         gate_free(s->gate);
         free(s);
-        return rpc_err(err, errlen, A2A_ERR_INTERNAL, "rep socket: %s", nng_strerror(rv));
+        return status_fail(err, errlen, A2A_ERR_INTERNAL, "rep socket: %s", nng_strerror(rv));
     }
     nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, RPC_RECV_MAX);
     pthread_mutex_lock(&s->cb_mtx); /* publishes s to the callback's thread */
@@ -240,9 +229,9 @@ server_listen(rpc_server *s, const char *url, const rpc_security *sec, char *err
         pthread_mutex_destroy(&s->cb_mtx);
         gate_free(s->gate);
         free(s);
-        return rpc_err(err, errlen,
-                       rv == NNG_EADDRINUSE ? A2A_ERR_UNAVAILABLE : A2A_ERR_INVALID_ARGUMENT,
-                       "cannot listen on %s: %s", url, nng_strerror(rv));
+        return status_fail(err, errlen,
+                           rv == NNG_EADDRINUSE ? A2A_ERR_UNAVAILABLE : A2A_ERR_INVALID_ARGUMENT,
+                           "cannot listen on %s: %s", url, nng_strerror(rv));
     }
     return A2A_OK;
 }
@@ -256,7 +245,7 @@ rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, s
 
     *out = NULL;
     if ((s = calloc(1, sizeof(*s))) == NULL)
-        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     s->methods = methods;
     s->nmethods = nmethods;
     s->arg = arg;
@@ -266,7 +255,7 @@ rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, s
         pthread_rwlock_destroy(&s->lk);
         pthread_mutex_destroy(&s->cb_mtx);
         free(s);
-        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     if ((st = server_listen(s, url, sec, err, errlen)) != A2A_OK)
         return st;
@@ -283,7 +272,7 @@ rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, s
     }
     if (s->workers == NULL || !s->workers[s->nthreads - 1].started) {
         rpc_server_free(s);
-        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "cannot start server threads");
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "cannot start server threads");
     }
     *out = s;
     return A2A_OK;
@@ -378,7 +367,7 @@ rpc_client_alloc(rpc_client **out, const char *url, const rpc_security *sec, cha
 
     *out = NULL;
     if ((c = calloc(1, sizeof(*c))) == NULL)
-        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     pthread_mutex_init(&c->mtx, NULL);
     pthread_mutex_init(&c->auth_mtx, NULL);
     pthread_cond_init(&c->cv, NULL);
@@ -393,7 +382,7 @@ rpc_client_alloc(rpc_client **out, const char *url, const rpc_security *sec, cha
         pthread_mutex_destroy(&c->mtx);
         pthread_cond_destroy(&c->cv);
         free(c);
-        return rpc_err(err, errlen, A2A_ERR_INTERNAL, "req socket: %s", nng_strerror(rv));
+        return status_fail(err, errlen, A2A_ERR_INTERNAL, "req socket: %s", nng_strerror(rv));
     }
     nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, RPC_RECV_MAX);
     nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 20);
@@ -409,8 +398,8 @@ rpc_client_alloc(rpc_client **out, const char *url, const rpc_security *sec, cha
          (rv = nng_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, sec->tls)) != 0) ||
         (rv = nng_dialer_start(c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
         rpc_client_free(c);
-        return rpc_err(err, errlen, A2A_ERR_INVALID_ARGUMENT, "cannot dial %s: %s", url,
-                       nng_strerror(rv));
+        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT, "cannot dial %s: %s", url,
+                           nng_strerror(rv));
     }
     *out = c;
     return A2A_OK;
@@ -479,7 +468,7 @@ client_exchange(rpc_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *msg, int64_t 
 
     if (client_track(c, &f, 1) != 0) {
         nng_msg_free(msg);
-        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
     }
     nng_aio_set_msg(aio, msg);
     nng_aio_set_timeout(aio,
@@ -501,10 +490,11 @@ client_exchange(rpc_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *msg, int64_t 
         return A2A_OK;
     }
     if (f.lost || rv == NNG_ECLOSED)
-        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "connection to %s lost", c->url);
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "connection to %s lost", c->url);
     if (rv == NNG_ETIMEDOUT)
-        return rpc_err(err, errlen, A2A_ERR_DEADLINE_EXCEEDED, "no reply from %s in time", c->url);
-    return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "%s: %s", c->url, nng_strerror(rv));
+        return status_fail(err, errlen, A2A_ERR_DEADLINE_EXCEEDED, "no reply from %s in time",
+                           c->url);
+    return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "%s: %s", c->url, nng_strerror(rv));
 }
 
 /* client_unpack checks the reply envelope and copies out its body. */
@@ -516,15 +506,16 @@ client_unpack(rpc_client *c, nng_msg *msg, uint64_t id, uint8_t **reply, size_t 
     char why[256];
 
     if (wire_reply_decode(&rep, nng_msg_body(msg), nng_msg_len(msg), why, sizeof(why)) != 0)
-        return rpc_err(err, errlen, A2A_ERR_INTERNAL, "bad reply from %s: %s", c->url, why);
+        return status_fail(err, errlen, A2A_ERR_INTERNAL, "bad reply from %s: %s", c->url, why);
     if (rep.id != id)
-        return rpc_err(err, errlen, A2A_ERR_INTERNAL, "reply from %s answers call %llu, not %llu",
-                       c->url, (unsigned long long)rep.id, (unsigned long long)id);
+        return status_fail(err, errlen, A2A_ERR_INTERNAL,
+                           "reply from %s answers call %llu, not %llu", c->url,
+                           (unsigned long long)rep.id, (unsigned long long)id);
     if (rep.status != A2A_OK)
-        return rpc_err(err, errlen, rep.status, "%s", rep.message);
+        return status_fail(err, errlen, rep.status, "%s", rep.message);
     if (rep.body_len > 0) {
         if ((*reply = malloc(rep.body_len)) == NULL)
-            return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+            return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
         memcpy(*reply, rep.body, rep.body_len);
         *reply_len = rep.body_len;
     }
@@ -544,14 +535,14 @@ rpc_call(rpc_client *c, const char *method, const void *body, size_t len, int64_
     *reply = NULL;
     *reply_len = 0;
     if (strlen(method) > WIRE_METHOD_MAX)
-        return rpc_err(err, errlen, A2A_ERR_INVALID_ARGUMENT,
-                       "method name \"%.16s...\" is "
-                       "longer than %d bytes",
-                       method, WIRE_METHOD_MAX);
+        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                           "method name \"%.16s...\" is "
+                           "longer than %d bytes",
+                           method, WIRE_METHOD_MAX);
     pthread_mutex_lock(&c->mtx);
     if (c->closing) {
         pthread_mutex_unlock(&c->mtx);
-        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
     }
     c->calls++;
     pthread_mutex_unlock(&c->mtx);
@@ -583,17 +574,17 @@ client_roundtrip(rpc_client *c, const char *method, const void *body, size_t len
         nng_msg_append(msg, sb.data, sb.size) != 0) {
         msgpack_sbuffer_destroy(&sb);
         nng_msg_free(msg);
-        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     msgpack_sbuffer_destroy(&sb);
     if (nng_ctx_open(&ctx, c->sock) != 0) {
         nng_msg_free(msg);
-        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "client for %s is closed", c->url);
     }
     if (nng_aio_alloc(&aio, NULL, NULL) != 0) {
         nng_msg_free(msg);
         nng_ctx_close(ctx);
-        return rpc_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     st = client_exchange(c, ctx, aio, msg, deadline, &rmsg, err, errlen);
     if (st == A2A_OK) {
@@ -623,20 +614,20 @@ client_handshake(rpc_client *c, int64_t deadline, char *err, size_t errlen)
         client_roundtrip(c, GATE_CHALLENGE, sb.data, sb.size, deadline, &rep, &replen, err, errlen);
     msgpack_sbuffer_destroy(&sb);
     if (st == A2A_ERR_INVALID_ARGUMENT) /* a server without a token knows no AuthChallenge */
-        st = rpc_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
-                     "%s does not take a token, but this client has one: the sides are set up "
-                     "differently",
-                     c->url);
+        st = status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                         "%s does not take a token, but this client has one: the sides are set up "
+                         "differently",
+                         c->url);
     if (st == A2A_OK && wire_bins_decode(got, 2, rep, replen, why, sizeof(why)) != 0)
-        st = rpc_err(err, errlen, A2A_ERR_PERMISSION_DENIED, "bad challenge from %s: %s", c->url,
-                     why);
+        st = status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED, "bad challenge from %s: %s",
+                         c->url, why);
     free(rep);
     if (st != A2A_OK)
         return st;
     auth_mac(&c->key, GATE_SERVER_LABEL, cnonce, AUTH_NONCE_LEN, got[0], AUTH_NONCE_LEN, mac);
     if (!auth_equal(mac, got[1], AUTH_MAC_LEN))
-        return rpc_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
-                       "%s does not know our token: wrong token on one side", c->url);
+        return status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                           "%s does not know our token: wrong token on one side", c->url);
     auth_mac(&c->key, GATE_CLIENT_LABEL, got[0], AUTH_NONCE_LEN, cnonce, AUTH_NONCE_LEN, mac);
     out[0] = mac;
     msgpack_sbuffer_init(&sb);
@@ -682,7 +673,7 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
     a2a_status st;
 
     if (client_wait_pipe(c, start + wait) != 0)
-        return rpc_err(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s", c->url);
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s", c->url);
     if (c->has_key && (st = client_auth(c, deadline, err, errlen)) != A2A_OK)
         return st;
     return client_roundtrip(c, method, body, len, deadline, reply, reply_len, err, errlen);

@@ -1,20 +1,12 @@
 /* secure.c - tokens and TLS configurations for servers, clients and links. */
 #include "secure.h"
 
+#include "common/status.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static a2a_status
-sec_fail(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return st;
-}
 
 /* slurp reads a whole (small) file into a NUL-terminated string; NULL on failure. */
 static char *
@@ -46,18 +38,18 @@ tls_make(nng_tls_config **out, nng_tls_mode mode, const char *cert, const char *
 
     *out = NULL;
     if (cpem == NULL || kpem == NULL)
-        st = sec_fail(err, errlen, A2A_ERR_NOT_FOUND, "cannot read TLS certificate %s or key %s",
-                      cert, key);
+        st = status_fail(err, errlen, A2A_ERR_NOT_FOUND, "cannot read TLS certificate %s or key %s",
+                         cert, key);
     else if ((rv = nng_tls_config_alloc(&t, mode)) != 0)
-        st = sec_fail(err, errlen, A2A_ERR_INTERNAL, "TLS: %s", nng_strerror(rv));
+        st = status_fail(err, errlen, A2A_ERR_INTERNAL, "TLS: %s", nng_strerror(rv));
     else if ((rv = nng_tls_config_ca_file(t, ca)) != 0)
-        st = sec_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT, "TLS CA file %s: %s", ca,
-                      nng_strerror(rv));
+        st = status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT, "TLS CA file %s: %s", ca,
+                         nng_strerror(rv));
     else if ((rv = nng_tls_config_own_cert(t, cpem, kpem, NULL)) != 0)
-        st = sec_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT, "TLS certificate %s with key %s: %s",
-                      cert, key, nng_strerror(rv));
+        st = status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                         "TLS certificate %s with key %s: %s", cert, key, nng_strerror(rv));
     else if ((rv = nng_tls_config_auth_mode(t, NNG_TLS_AUTH_MODE_REQUIRED)) != 0)
-        st = sec_fail(err, errlen, A2A_ERR_INTERNAL, "TLS: %s", nng_strerror(rv));
+        st = status_fail(err, errlen, A2A_ERR_INTERNAL, "TLS: %s", nng_strerror(rv));
     free(cpem);
     free(kpem);
     if (st != A2A_OK && t != NULL)
@@ -124,8 +116,8 @@ secure_from_env(secure *s, const char *token_file, char *err, size_t errlen)
     if (cert != NULL && key != NULL && ca != NULL)
         st = secure_tls(s, cert, key, ca, err, errlen);
     else if (cert != NULL || key != NULL || ca != NULL)
-        st = sec_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
-                      "set all of A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA, or none");
+        st = status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                         "set all of A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA, or none");
     secure_link(s);
     if (st != A2A_OK)
         secure_fini(s);

@@ -11,20 +11,11 @@
 #include "common/args.h"
 #include "common/dtype.h"
 #include "common/log.h"
+#include "common/status.h"
 #include "engine_int.h"
 #include "xfer.h"
 
 static void engine_register(engine *e);
-
-static a2a_status
-eng_err(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return st;
-}
 
 static uint64_t
 random_u64(void)
@@ -47,20 +38,20 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
 
     *out = NULL;
     if ((e = calloc(1, sizeof(*e))) == NULL)
-        return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     pthread_mutex_init(&e->mtx, NULL);
     e->cfg = cfg;
     e->sec = sec;
     e->incarnation = random_u64();
     if ((e->self = cfg_find_worker(cfg, name)) == NULL) {
         engine_free(e);
-        return eng_err(err, errlen, A2A_ERR_INVALID_ARGUMENT, "no worker \"%s\" in %s", name,
-                       cfg->path);
+        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT, "no worker \"%s\" in %s", name,
+                           cfg->path);
     }
     e->npeers = cfg->nworkers;
     if ((e->peers = calloc(e->npeers, sizeof(*e->peers))) == NULL) {
         engine_free(e);
-        return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     for (size_t i = 0; i < e->npeers; i++) {
         e->peers[i].e = e;
@@ -222,7 +213,7 @@ group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
         (g->peer = calloc(wg->n, sizeof(int))) == NULL ||
         (g->lidx = calloc(wg->n, sizeof(int))) == NULL ||
         (g->next_op = calloc(wg->n, sizeof(uint64_t))) == NULL) {
-        eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
         goto fail;
     }
     snprintf(g->name, sizeof(g->name), "%s", wg->name);
@@ -232,10 +223,10 @@ group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
         int w = worker_index(e->cfg, wg->members[i].worker);
         g->world[i] = wg->members[i].world_rank;
         if (w < 0) {
-            eng_err(err, errlen, A2A_ERR_INTERNAL,
-                    "group \"%s\" has a member on worker \"%s\", which %s does not know: the "
-                    "coordinator and this worker read different files",
-                    wg->name, wg->members[i].worker, e->cfg->path);
+            status_fail(err, errlen, A2A_ERR_INTERNAL,
+                        "group \"%s\" has a member on worker \"%s\", which %s does not know: the "
+                        "coordinator and this worker read different files",
+                        wg->name, wg->members[i].worker, e->cfg->path);
             goto fail;
         }
         g->peer[i] = w == self ? -1 : w;
@@ -322,10 +313,10 @@ fetch_group(engine *e, const char *name, wire_group *wg, char *err, size_t errle
     msgpack_sbuffer_destroy(&sb);
     if (st == A2A_ERR_UNAVAILABLE || st == A2A_ERR_DEADLINE_EXCEEDED) {
         snprintf(why, sizeof(why), "%s", err);
-        st = eng_err(err, errlen, A2A_ERR_UNAVAILABLE, "coordinator: %s", why);
+        st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "coordinator: %s", why);
     }
     if (st == A2A_OK && wire_group_decode(wg, rep, replen, why, sizeof(why)) != 0)
-        st = eng_err(err, errlen, A2A_ERR_INTERNAL, "bad reply from the coordinator: %s", why);
+        st = status_fail(err, errlen, A2A_ERR_INTERNAL, "bad reply from the coordinator: %s", why);
     free(rep);
     return st;
 }
@@ -563,14 +554,14 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
 
     g->next_op[c->lidx]++; /* this call is operation num, whatever happens to it */
     if (op == NULL && h != NULL)
-        return eng_err(err, errlen, h->status, "%s", h->msg);
+        return status_fail(err, errlen, h->status, "%s", h->msg);
     if (op == NULL)
-        return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
-                       "operation %llu on group \"%s\" is more than %d operations ahead of "
-                       "another rank of this worker, which has not called yet",
-                       (unsigned long long)num, g->name, ENGINE_OP_WINDOW);
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
+                           "operation %llu on group \"%s\" is more than %d operations ahead of "
+                           "another rank of this worker, which has not called yet",
+                           (unsigned long long)num, g->name, ENGINE_OP_WINDOW);
     if (op->status != A2A_OK) { /* failed before this rank came: a latecomer */
-        eng_err(err, errlen, op->status, "%s", op->msg);
+        status_fail(err, errlen, op->status, "%s", op->msg);
         op->arrived++;
         st = op->status;
         op_release(e, op);
@@ -579,7 +570,7 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
     if ((todo = calloc(2 * g->n, sizeof(*todo))) == NULL) {
         op->arrived++;
         op_release(e, op);
-        return eng_err(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     c->op = op;
     ntodo = call_arrive(e, c, todo);
@@ -594,7 +585,7 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
         op->calls[c->grank] = NULL;
     st = op->status;
     if (st != A2A_OK)
-        eng_err(err, errlen, st, "%s", op->msg);
+        status_fail(err, errlen, st, "%s", op->msg);
     op_release(e, op);
     free(todo);
     free(buf);
@@ -619,32 +610,32 @@ engine_alltoallv(engine *e, const wire_a2av *a, char *err, size_t errlen)
     eng_group *g;
 
     if (!engine_owns(e, a->job.world_rank))
-        return eng_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
-                       "world rank %lld is not a rank of worker %s", (long long)a->job.world_rank,
-                       e->self->name);
+        return status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                           "world rank %lld is not a rank of worker %s",
+                           (long long)a->job.world_rank, e->self->name);
     if ((st = args_check(a->n, a->dtype, a->send_len, a->recv_len, a->counts, err, errlen)) !=
         A2A_OK)
         return st;
     if (!xfer_probe(c.pid, a->job.probe_addr, a->job.nonce))
-        return eng_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
-                       "worker %s cannot reach the memory of process %lld: the job must run on "
-                       "the worker's host, as the same user",
-                       e->self->name, (long long)a->job.pid);
+        return status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                           "worker %s cannot reach the memory of process %lld: the job must run on "
+                           "the worker's host, as the same user",
+                           e->self->name, (long long)a->job.pid);
     c.esize = a2a_dtype_size((a2a_dtype)a->dtype);
     pthread_cond_init(&c.cv, NULL);
     pthread_mutex_lock(&e->mtx);
     if (e->stopping) {
-        st = eng_err(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s is stopping", e->self->name);
+        st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s is stopping", e->self->name);
     } else if ((g = group_fresh(e, a->group, &st, err, errlen)) == NULL) {
         /* st and err set */
     } else if ((c.grank = group_rank_of(g, a->job.world_rank)) < 0) {
-        st = eng_err(err, errlen, A2A_ERR_PERMISSION_DENIED,
-                     "world rank %lld is not a member of group \"%s\"",
-                     (long long)a->job.world_rank, a->group);
+        st = status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                         "world rank %lld is not a member of group \"%s\"",
+                         (long long)a->job.world_rank, a->group);
     } else if (a->n != g->n) {
-        st = eng_err(err, errlen, A2A_ERR_INVALID_ARGUMENT,
-                     "group \"%s\" has %zu ranks, but the call gave counts for %zu", a->group, g->n,
-                     a->n);
+        st = status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                         "group \"%s\" has %zu ranks, but the call gave counts for %zu", a->group,
+                         g->n, a->n);
     } else {
         c.lidx = g->lidx[c.grank];
         st = call_run(e, g, &c, timeout, err, errlen);

@@ -3,6 +3,7 @@
  * valid layouts, and every class of invalid argument with a message that
  * names the index and the value seen.
  */
+#include "cu_main.h"
 #include <CUnit/Basic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -428,12 +429,9 @@ test_small_errlen(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        CU_TestFunc fn;
-    } tests[] = {
+    static const cu_test tests[] = {
         {"valid, every dtype", test_valid_basic},
         {"valid, n = 1", test_valid_n1},
         {"valid, n = 0", test_valid_n0},
@@ -451,27 +449,5 @@ main(void)
         {"n = 65536 runs fast", test_large_n},
         {"small error buffer", test_small_errlen},
     };
-    CU_pSuite s;
-    int failures;
-
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return CU_get_error();
-    s = CU_add_suite("args", NULL, NULL);
-    if (s == NULL) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-        if (CU_add_test(s, tests[i].name, tests[i].fn) == NULL) {
-            CU_cleanup_registry();
-            return 1;
-        }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    if (CU_basic_run_tests() != CUE_SUCCESS) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    failures = (int)CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures != 0;
+    return cu_main("args", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -8,6 +8,7 @@
  * captured by a TCP relay: the secret is never among them.
  */
 
+#include "cu_main.h"
 #include <CUnit/Basic.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -835,32 +836,10 @@ test_secret_not_on_wire(void)
     relay_free(&r);
 }
 
-/* With arguments, only the tests whose names contain one of them run. */
-static int
-selected(int argc, char **argv, const char *name)
-{
-    for (int i = 1; i < argc; i++)
-        if (strstr(name, argv[i]) != NULL)
-            return 1;
-    return argc < 2;
-}
-
-static void
-rm_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", tmpdir);
-}
-
 int
 main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        CU_TestFunc fn;
-    } tests[] = {
+    static const cu_test tests[] = {
         {"key load", test_key_load_ok},
         {"key load trims whitespace", test_key_load_trims},
         {"key load too short", test_key_load_short},
@@ -878,36 +857,8 @@ main(int argc, char **argv)
         {"rpc no handshake, malformed challenge", test_no_handshake},
         {"rpc secret never on the wire", test_secret_not_on_wire},
     };
-    CU_pSuite s;
-    int failures;
+    int rc = cu_main("auth", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/a2a-auth.XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return CU_get_error();
-    s = CU_add_suite("auth", NULL, NULL);
-    if (s == NULL) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-        if (selected(argc, argv, tests[i].name) &&
-            CU_add_test(s, tests[i].name, tests[i].fn) == NULL) {
-            CU_cleanup_registry();
-            return 1;
-        }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    if (CU_basic_run_tests() != CUE_SUCCESS) {
-        CU_cleanup_registry();
-        rm_tmpdir();
-        return 1;
-    }
-    failures = (int)CU_get_number_of_failures();
-    CU_cleanup_registry();
-    rm_tmpdir();
     nng_fini();
-    return failures != 0;
+    return rc;
 }

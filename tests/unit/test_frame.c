@@ -4,6 +4,7 @@
  * Headers are decoded from exact-size heap copies so that an over-read shows
  * under ASan and valgrind; every decoded frame is released with frame_fini.
  */
+#include "cu_main.h"
 #include <CUnit/Basic.h>
 #include <msgpack.h>
 #include <stdint.h>
@@ -1233,12 +1234,9 @@ test_small_errlen(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        CU_TestFunc fn;
-    } tests[] = {
+    static const cu_test tests[] = {
         {"prefix round trip", test_prefix_round_trip},
         {"prefix bytes", test_prefix_bytes},
         {"prefix malformed", test_prefix_malformed},
@@ -1270,27 +1268,5 @@ main(void)
         {"status out of range", test_status_range},
         {"small error buffer", test_small_errlen},
     };
-    CU_pSuite s;
-    int failures;
-
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return CU_get_error();
-    s = CU_add_suite("frame", NULL, NULL);
-    if (s == NULL) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-        if (CU_add_test(s, tests[i].name, tests[i].fn) == NULL) {
-            CU_cleanup_registry();
-            return 1;
-        }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    if (CU_basic_run_tests() != CUE_SUCCESS) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    failures = (int)CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures != 0;
+    return cu_main("frame", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -4,6 +4,7 @@
  * threads, miss deadlines, dial nothing, send garbage and lose the server
  * mid-call.
  */
+#include "cu_main.h"
 #include <CUnit/Basic.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -641,23 +642,10 @@ test_connection_lost(void)
     rpc_client_free(c);
 }
 
-/* With arguments, only the tests whose names contain one of them run. */
-static int
-selected(int argc, char **argv, const char *name)
-{
-    for (int i = 1; i < argc; i++)
-        if (strstr(name, argv[i]) != NULL)
-            return 1;
-    return argc < 2;
-}
-
 int
 main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        CU_TestFunc fn;
-    } tests[] = {
+    static const cu_test tests[] = {
         {"server url has the bound port", test_server_url},
         {"listen errors", test_listen_errors},
         {"echo", test_call_echo},
@@ -672,29 +660,8 @@ main(int argc, char **argv)
         {"malformed request", test_malformed_request},
         {"connection lost mid-call", test_connection_lost},
     };
-    CU_pSuite s;
-    int failures;
+    int rc = cu_main("rpc", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return CU_get_error();
-    s = CU_add_suite("rpc", NULL, NULL);
-    if (s == NULL) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-        if (selected(argc, argv, tests[i].name) &&
-            CU_add_test(s, tests[i].name, tests[i].fn) == NULL) {
-            CU_cleanup_registry();
-            return 1;
-        }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    if (CU_basic_run_tests() != CUE_SUCCESS) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    failures = (int)CU_get_number_of_failures();
-    CU_cleanup_registry();
     nng_fini();
-    return failures != 0;
+    return rc;
 }

@@ -4,6 +4,7 @@
  * into exact-size heap buffers so that an over-read shows under ASan and
  * valgrind.
  */
+#include "cu_main.h"
 #include <CUnit/Basic.h>
 #include <msgpack.h>
 #include <stdint.h>
@@ -1458,12 +1459,9 @@ test_field_helpers(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        CU_TestFunc fn;
-    } tests[] = {
+    static const cu_test tests[] = {
         {"request round trip", test_request_round_trip},
         {"reply round trip", test_reply_round_trip},
         {"group name round trip", test_group_name_round_trip},
@@ -1491,27 +1489,5 @@ main(void)
         {"limits on counts", test_limits_on_counts},
         {"field helpers", test_field_helpers},
     };
-    CU_pSuite s;
-    int failures;
-
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return CU_get_error();
-    s = CU_add_suite("wire", NULL, NULL);
-    if (s == NULL) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-        if (CU_add_test(s, tests[i].name, tests[i].fn) == NULL) {
-            CU_cleanup_registry();
-            return 1;
-        }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    if (CU_basic_run_tests() != CUE_SUCCESS) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    failures = (int)CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures != 0;
+    return cu_main("wire", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }
