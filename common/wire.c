@@ -889,3 +889,34 @@ wire_bins_decode(uint8_t (*out)[WIRE_BIN32], size_t n, const uint8_t *buf, size_
     frame_close(&fr);
     return rc;
 }
+
+int
+wire_buffer_encode(msgpack_sbuffer *sb, const wire_buffer *b)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    return msgpack_pack_array(&pk, 4) || pack_job(&pk, &b->job) || msgpack_pack_int64(&pk, b->fd) ||
+                   msgpack_pack_uint64(&pk, b->addr) || msgpack_pack_uint64(&pk, b->len)
+               ? -1
+               : 0;
+}
+
+int
+wire_buffer_decode(wire_buffer *b, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+    wire_frame fr;
+    int rc = -1;
+
+    memset(b, 0, sizeof(*b));
+    if (frame_open(&fr, buf, len, 4, "buffer", err, errlen) != 0)
+        return -1;
+    if (job_decode(&b->job, &fr.f[0], err, errlen) == 0 &&
+        wire_i64(&b->fd, &fr.f[1], "fd", err, errlen) == 0 &&
+        wire_u64(&b->addr, &fr.f[2], "address", err, errlen) == 0 &&
+        wire_u64(&b->len, &fr.f[3], "length", err, errlen) == 0)
+        rc = 0;
+    if (rc == 0 && (b->fd < -1 || b->fd > INT32_MAX))
+        rc = wire_fail(err, errlen, "fd %lld is out of range", (long long)b->fd);
+    frame_close(&fr);
+    return rc;
+}

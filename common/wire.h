@@ -222,6 +222,17 @@ typedef struct {
     int64_t *counts; /* 4n: send_counts, send_displs, recv_counts, recv_displs */
 } wire_a2av;
 
+/* MapBuffer / UnmapBuffer request: memory of the job (a memfd, by its fd number) to map. */
+typedef struct {
+    wire_job_id job;
+    int64_t fd;    /* the job's descriptor of the memfd; -1 for UnmapBuffer */
+    uint64_t addr; /* where the job mapped it */
+    uint64_t len;
+} wire_buffer;
+
+int wire_buffer_encode(msgpack_sbuffer *sb, const wire_buffer *b);
+int wire_buffer_decode(wire_buffer *b, const uint8_t *buf, size_t len, char *err, size_t errlen);
+
 int wire_a2av_encode(msgpack_sbuffer *sb, const wire_a2av *a);
 int wire_a2av_decode(wire_a2av *a, const uint8_t *buf, size_t len, char *err, size_t errlen);
 void wire_a2av_fini(wire_a2av *a);

@@ -85,6 +85,17 @@ a2a_status a2a_get_world_rank_from_group_rank(a2a_job *job, const char *group, i
 a2a_status a2a_get_group_rank_from_world_rank(a2a_job *job, const char *group, int64_t world_rank,
                                               int64_t *group_rank);
 
+/*
+ * Beyond DESIGN.md's API: memory the job shares with its worker. Send and
+ * receive buffers that lie inside it go between the job and the sockets with
+ * no copy in between (elsewhere the worker copies them through its own
+ * buffers). a2a_buffer_alloc maps `bytes` of such memory at *ptr (zeroed,
+ * already faulted in); a2a_buffer_free unmaps it. If the worker cannot map it
+ * (it restarted, or runs elsewhere), the memory still works as a plain buffer.
+ */
+a2a_status a2a_buffer_alloc(a2a_job *job, size_t bytes, void **ptr);
+a2a_status a2a_buffer_free(a2a_job *job, void *ptr);
+
 #ifdef __cplusplus
 }
 #endif

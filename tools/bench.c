@@ -35,7 +35,7 @@ typedef struct {
     uint64_t smin, smax, factor;
     uint32_t seed;
     double target;
-    int warmup, min_iters, max_iters, quiet, json;
+    int warmup, min_iters, max_iters, quiet, json, shared;
     a2a_dtype dtype;
     size_t esize;
     const char *out_path;
@@ -202,16 +202,30 @@ bench_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* bench_alloc_buf: page-aligned, at least one page, every page touched. */
+/* bench_alloc_buf: page-aligned, at least one page, every page touched; with --shared, memory
+ * shared with the worker (a2a_buffer_alloc). */
 static void *
-bench_alloc_buf(bench_ctx *c, uint64_t bytes)
+bench_alloc_buf(bench_ctx *c, const bench_opts *o, uint64_t bytes)
 {
     size_t len = (size_t)((bytes + 4095) / 4096 * 4096);
-    void *p = aligned_alloc(4096, len > 0 ? len : 4096);
-    if (p == NULL)
+    void *p = NULL;
+    if (len == 0)
+        len = 4096;
+    if (o->shared && a2a_buffer_alloc(c->job, len, &p) != A2A_OK)
+        bench_die(c, "a2a_buffer_alloc: %s", a2a_job_error(c->job));
+    if (!o->shared && (p = aligned_alloc(4096, len)) == NULL)
         bench_die(c, "%s", "out of memory for the buffers: use a smaller -e");
-    memset(p, 0, len > 0 ? len : 4096);
+    memset(p, 0, len);
     return p;
+}
+
+static void
+bench_free_buf(bench_ctx *c, const bench_opts *o, void *p)
+{
+    if (o->shared)
+        a2a_buffer_free(c->job, p);
+    else
+        free(p);
 }
 
 /* bench_prepare sets counts, displacements and buffers of one size. */
@@ -229,8 +243,8 @@ bench_prepare(bench_ctx *c, const bench_opts *o, bench_size *z)
         c->rd[j] = (int64_t)z->rtot;
         z->rtot += z->counts[(size_t)j * n + me];
     }
-    z->sbuf = bench_alloc_buf(c, z->stot * o->esize);
-    z->rbuf = bench_alloc_buf(c, z->rtot * o->esize);
+    z->sbuf = bench_alloc_buf(c, o, z->stot * o->esize);
+    z->rbuf = bench_alloc_buf(c, o, z->rtot * o->esize);
     wl_fill_send(n, me, z->counts, o->esize, z->sbuf);
 }
 
@@ -328,8 +342,8 @@ bench_one(bench_ctx *c, const bench_opts *o, bench_size *z)
         uint64_t shown[3] = {v[0], v[1], v[2]};
         bench_report(c, o, z, iters, ok, shown);
     }
-    free(z->sbuf);
-    free(z->rbuf);
+    bench_free_buf(c, o, z->sbuf);
+    bench_free_buf(c, o, z->rbuf);
     z->sbuf = z->rbuf = NULL;
     return ok;
 }
@@ -367,6 +381,7 @@ bench_usage(FILE *f)
             "  -d  element type (int32): int8 .. bfloat16; T = S / element size\n"
             "  -o  rank 0 also writes its result lines to FILE (without any prefix)\n"
             "  --json  one JSON object per size instead of the table\n"
+            "  --shared  send and receive buffers from a2a_buffer_alloc (shared with the worker)\n"
             "Rank 0 prints: pattern N S_bytes time_us_median algbw_GBps busbw_GBps ok\n");
 }
 
@@ -384,6 +399,7 @@ static int
 bench_parse_opts(int argc, char **argv, bench_opts *o)
 {
     static const struct option longs[] = {{"json", no_argument, NULL, 'J'},
+                                          {"shared", no_argument, NULL, 'S'},
                                           {"output", required_argument, NULL, 'o'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -417,6 +433,7 @@ bench_parse_opts(int argc, char **argv, bench_opts *o)
             break;
         case 'o': o->out_path = optarg; break;
         case 'J': o->json = 1; break;
+        case 'S': o->shared = 1; break;
         case 'h': bench_usage(stdout); return 1;
         default: return -1;
         }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/wire.h"
+#include "shm.h"
 #include "xfer.h"
 
 static int64_t api_start_ms;
@@ -134,9 +135,32 @@ m_health(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
     return A2A_OK;
 }
 
+static a2a_status
+m_buffer(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    engine *e = arg;
+    wire_buffer b;
+    a2a_status st;
+
+    if (wire_buffer_decode(&b, body, len, ctx->message, sizeof(ctx->message)) != 0)
+        return A2A_ERR_INVALID_ARGUMENT;
+    if ((st = check_job(e, ctx, &b.job)) != A2A_OK)
+        return st;
+    if (!xfer_probe((pid_t)b.job.pid, b.job.probe_addr, b.job.nonce))
+        return rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED, "cannot reach the memory of process %lld",
+                        (long long)b.job.pid);
+    st = b.fd >= 0 ? shm_map(e, (pid_t)b.job.pid, (int)b.fd, b.addr, b.len, ctx->message,
+                             sizeof(ctx->message))
+                   : shm_unmap(e, (pid_t)b.job.pid, b.addr, ctx->message, sizeof(ctx->message));
+    if (st == A2A_OK)
+        wire_empty_encode(ctx->body);
+    return st;
+}
+
 static const rpc_method api_table[] = {
-    {"Hello", m_hello},          {"GetGroup", m_get},        {"CreateGroup", m_create},
-    {"DestroyGroup", m_destroy}, {"AllToAllV", m_alltoallv}, {"Health", m_health},
+    {"MapBuffer", m_buffer},    {"UnmapBuffer", m_buffer}, {"Hello", m_hello},
+    {"GetGroup", m_get},        {"CreateGroup", m_create}, {"DestroyGroup", m_destroy},
+    {"AllToAllV", m_alltoallv}, {"Health", m_health},
 };
 
 const rpc_method *

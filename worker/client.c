@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -35,6 +36,14 @@ typedef struct job_err {
     char msg[1024];
 } job_err;
 
+/* Memory shared with the worker (a2a_buffer_alloc). */
+typedef struct job_buf {
+    struct job_buf *next;
+    void *ptr;
+    size_t len;
+    int fd;
+} job_buf;
+
 /* A group as this job last resolved it. */
 typedef struct job_group {
     struct job_group *next;
@@ -52,6 +61,7 @@ struct a2a_job {
     pthread_mutex_t mtx;
     job_err *errs;
     job_group *groups;
+    job_buf *bufs;
 };
 
 static __thread char open_err[1024]; /* a2a_job_error(NULL): why a2a_job_open failed */
@@ -224,6 +234,8 @@ a2a_job_close(a2a_job *job)
 {
     if (job == NULL)
         return;
+    while (job->bufs != NULL)
+        a2a_buffer_free(job, job->bufs->ptr);
     rpc_client_free(job->cli);
     secure_fini(&job->sec);
     while (job->errs != NULL) {
@@ -551,4 +563,82 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
     free(rep);
     free(w.counts);
     return st;
+}
+
+/* buffer_call tells the worker to map (fd >= 0) or unmap (fd < 0) b; its answer matters little. */
+static a2a_status
+buffer_call(a2a_job *job, const job_buf *b, int map)
+{
+    wire_buffer w = {
+        .job = job->id, .fd = map ? b->fd : -1, .addr = (uint64_t)(uintptr_t)b->ptr, .len = b->len};
+    msgpack_sbuffer sb;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    a2a_status st;
+
+    msgpack_sbuffer_init(&sb);
+    wire_buffer_encode(&sb, &w);
+    st = call(job, map ? "MapBuffer" : "UnmapBuffer", &sb, CLIENT_CALL_MS, &rep, &replen);
+    msgpack_sbuffer_destroy(&sb);
+    free(rep);
+    return st;
+}
+
+a2a_status
+a2a_buffer_alloc(a2a_job *job, size_t bytes, void **ptr)
+{
+    job_buf *b;
+
+    if (job == NULL || ptr == NULL || bytes == 0)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "a2a_buffer_alloc: %s",
+                        job == NULL   ? "job is NULL"
+                        : ptr == NULL ? "ptr is NULL"
+                                      : "0 bytes");
+    *ptr = NULL;
+    if ((b = calloc(1, sizeof(*b))) == NULL)
+        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    b->len = bytes;
+    b->fd = memfd_create("a2a-buffer", MFD_CLOEXEC);
+    if (b->fd < 0 || ftruncate(b->fd, (off_t)bytes) != 0 ||
+        (b->ptr = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, b->fd, 0)) ==
+            MAP_FAILED) {
+        int e = errno;
+        if (b->fd >= 0)
+            close(b->fd);
+        free(b);
+        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED,
+                        "cannot make %zu bytes of shared memory: %s", bytes, strerror(e));
+    }
+    /* the worker maps it too; if it cannot, the memory is still a plain buffer */
+    (void)buffer_call(job, b, 1);
+    pthread_mutex_lock(&job->mtx);
+    b->next = job->bufs;
+    job->bufs = b;
+    pthread_mutex_unlock(&job->mtx);
+    *ptr = b->ptr;
+    return A2A_OK;
+}
+
+a2a_status
+a2a_buffer_free(a2a_job *job, void *ptr)
+{
+    job_buf *b = NULL;
+
+    if (job == NULL)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "job is NULL");
+    pthread_mutex_lock(&job->mtx);
+    for (job_buf **pp = &job->bufs; *pp != NULL; pp = &(*pp)->next)
+        if ((*pp)->ptr == ptr) {
+            b = *pp;
+            *pp = b->next;
+            break;
+        }
+    pthread_mutex_unlock(&job->mtx);
+    if (b == NULL)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "%p is not from a2a_buffer_alloc", ptr);
+    (void)buffer_call(job, b, 0); /* the worker lets go of it before we unmap */
+    munmap(b->ptr, b->len);
+    close(b->fd);
+    free(b);
+    return A2A_OK;
 }

@@ -40,6 +40,7 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
     if ((e = calloc(1, sizeof(*e))) == NULL)
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     pthread_mutex_init(&e->mtx, NULL);
+    pthread_cond_init(&e->map_cv, NULL);
     e->cfg = cfg;
     e->sec = sec;
     e->incarnation = random_u64();
@@ -120,6 +121,8 @@ engine_free(engine *e)
     }
     for (size_t i = 0; e->peers != NULL && i < e->npeers; i++)
         pthread_cond_destroy(&e->peers[i].cv);
+    shm_free_all(e);
+    pthread_cond_destroy(&e->map_cv);
     free(e->peers);
     pthread_mutex_destroy(&e->mtx);
     free(e);
@@ -463,19 +466,30 @@ copy_local(engine *e, eng_op *op, eng_pair p, uint8_t **buf)
     uint64_t from = cs->a->send_addr + (uint64_t)cs->a->counts[g->n + p.d] * cs->esize;
     uint64_t to = cd->a->recv_addr + (uint64_t)cd->a->counts[3 * g->n + p.s] * cd->esize;
     int rv = 0, wr = 0;
+    eng_map *ms = NULL, *md = NULL;
+    uint8_t *src = bytes > 0 ? shm_get(e, cs->pid, from, bytes, &ms) : NULL;
+    uint8_t *dst = bytes > 0 ? shm_get(e, cd->pid, to, bytes, &md) : NULL;
 
     cs->pins++;
     cd->pins++;
     pthread_mutex_unlock(&e->mtx);
-    if (bytes > 0 && *buf == NULL && (*buf = malloc(ENGINE_CHUNK)) == NULL)
+    if (src != NULL && dst != NULL) /* both shared: one memcpy */
+        memcpy(dst, src, (size_t)bytes);
+    else if (src != NULL) /* one copy, straight into the receiving job */
+        wr = 1, rv = xfer_write(cd->pid, to, src, (size_t)bytes);
+    else if (dst != NULL)
+        rv = xfer_read(cs->pid, from, dst, (size_t)bytes);
+    else if (bytes > 0 && *buf == NULL && (*buf = malloc(ENGINE_CHUNK)) == NULL)
         rv = ENOMEM;
-    while (rv == 0 && done < bytes) {
+    while (src == NULL && dst == NULL && rv == 0 && done < bytes) {
         size_t k = bytes - done < ENGINE_CHUNK ? (size_t)(bytes - done) : ENGINE_CHUNK;
         if ((rv = xfer_read(cs->pid, from + done, *buf, k)) == 0 &&
             (wr = 1, rv = xfer_write(cd->pid, to + done, *buf, k)) == 0)
             done += k, wr = 0;
     }
     pthread_mutex_lock(&e->mtx);
+    shm_put(e, ms);
+    shm_put(e, md);
     if (--cs->pins == 0)
         pthread_cond_broadcast(&cs->cv);
     if (--cd->pins == 0)

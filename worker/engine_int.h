@@ -120,6 +120,16 @@ struct eng_group {
     int stale; /* resolve again before the next operation */
 };
 
+/* Memory a job shares with us (a2a_buffer_alloc), mapped here too. */
+typedef struct eng_map {
+    struct eng_map *next;
+    pid_t pid;
+    uint64_t addr, len; /* where the job has it */
+    uint8_t *ptr;       /* where we have it */
+    int refs;           /* transfers using it now */
+    int dead;           /* being unmapped: no new users */
+} eng_map;
+
 /* A frame of an epoch we have not resolved yet, kept for replay. */
 typedef struct eng_early {
     struct eng_early *next;
@@ -146,6 +156,8 @@ struct engine {
     char data_url[300];
     /* incoming links: one thread each */
     struct eng_in *ins;
+    eng_map *maps;         /* shared job memory */
+    pthread_cond_t map_cv; /* a map's refs dropped */
 };
 
 /* ---- op.c: operations, under e->mtx ---- */
@@ -155,7 +167,11 @@ void op_fail(engine *e, eng_op *op, a2a_status st, int broadcast, const char *fm
 void op_pair_ready(engine *e, eng_op *op, int64_t s, int64_t d);
 int op_pair_start(engine *e, eng_op *op, int64_t s, int64_t d);
 void op_on_frame(engine *e, eng_peer *p, const frame *f);
-void op_data(engine *e, eng_peer *p, const frame *f, const uint8_t *payload, size_t len);
+/* op_data_target checks a DATA frame of len bytes and pins the call it is for, returning it
+ * with *addr, where the bytes go in its job (NULL: drop them). */
+eng_call *op_data_target(engine *e, eng_peer *p, const frame *f, size_t len, uint64_t *addr);
+/* op_data_landed unpins c and counts the bytes (rv: 0 written, > 0 errno, < 0 link lost). */
+void op_data_landed(engine *e, eng_call *c, const frame *f, size_t len, int rv);
 void op_check_done(eng_op *op, eng_call *c);
 void op_release(engine *e, eng_op *op);
 void group_fail_all(engine *e, eng_group *g, a2a_status st, const char *why);
@@ -173,6 +189,14 @@ void link_send_slice(engine *e, eng_peer *p, eng_call *c, int64_t dst, uint64_t 
 void link_drop_call(engine *e, eng_call *c);
 /* link_peer_down fails what depends on p; under e->mtx. */
 void link_peer_down(engine *e, eng_peer *p, const char *why);
+
+/* ---- shm.c: shared job memory, under e->mtx ---- */
+/* shm_get returns where [addr, addr+len) of pid's memory is mapped here (taking a reference
+ * in *m), or NULL when it is not in a shared buffer. */
+uint8_t *shm_get(engine *e, pid_t pid, uint64_t addr, uint64_t len, eng_map **m);
+/* shm_put drops the reference shm_get took; NULL is fine. */
+void shm_put(engine *e, eng_map *m);
+void shm_free_all(engine *e);
 
 /* ---- engine.c ---- */
 eng_group *engine_group_find(engine *e, const char *name);

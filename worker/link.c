@@ -186,9 +186,38 @@ typedef struct {
 } eng_receiver;
 
 /* read_frame reads one whole frame into f (and x->payload); 0, or -1 with why. */
+/* read_payload reads len payload bytes into dst, or into x->payload when dst is NULL. */
 static int
-read_frame(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
-           size_t whylen)
+read_payload(nng_stream *s, eng_receiver *x, uint8_t *dst, uint64_t len, int timeout_ms, char *why,
+             size_t whylen)
+{
+    nng_iov iov;
+    int rv;
+
+    if (dst == NULL && len > x->cap) {
+        uint8_t *b = realloc(x->payload, len);
+        if (b == NULL) {
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
+        x->payload = b;
+        x->cap = len;
+    }
+    iov = (nng_iov){dst != NULL ? dst : x->payload, len};
+    if (len > 0 && (rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
+        snprintf(why, whylen, "%s", nng_strerror(rv));
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * read_head reads a frame's prefix and header into f; its payload (DATA,
+ * *plen bytes) is still on the stream. 0, or -1 with why.
+ */
+static int
+read_head(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
+          size_t whylen)
 {
     uint8_t prefix[FRAME_PREFIX_LEN];
     uint32_t hlen;
@@ -216,21 +245,17 @@ read_frame(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout
         snprintf(why, whylen, "%s", nng_strerror(rv));
         return -1;
     }
-    if (frame_header_decode(f, x->hdr, hlen, *plen, why, whylen) != 0)
+    return frame_header_decode(f, x->hdr, hlen, *plen, why, whylen);
+}
+
+/* read_frame reads one whole frame into f (and x->payload); 0, or -1 with why. */
+static int
+read_frame(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
+           size_t whylen)
+{
+    if (read_head(s, x, f, plen, timeout_ms, why, whylen) != 0)
         return -1;
-    if (*plen > x->cap) {
-        uint8_t *b = realloc(x->payload, *plen);
-        if (b == NULL) {
-            snprintf(why, whylen, "out of memory");
-            frame_fini(f);
-            return -1;
-        }
-        x->payload = b;
-        x->cap = *plen;
-    }
-    iov = (nng_iov){x->payload, *plen};
-    if (*plen > 0 && (rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
-        snprintf(why, whylen, "%s", nng_strerror(rv));
+    if (read_payload(s, x, NULL, *plen, timeout_ms, why, whylen) != 0) {
         frame_fini(f);
         return -1;
     }
@@ -382,14 +407,17 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
         *pp = s;
     }
     uint64_t addr = s->addr + f.offset; /* s may be dropped while unlocked, unless last */
+    eng_map *m;
+    uint8_t *shared = shm_get(e, c->pid, addr, k, &m); /* in a shared buffer: no copy */
     c->pins++;
     pthread_mutex_unlock(&e->mtx);
     msgpack_sbuffer_init(&sb);
-    rv = xfer_read(c->pid, addr, x->buf, k);
+    rv = shared != NULL ? 0 : xfer_read(c->pid, addr, x->buf, k);
     if (rv == 0 && encode_frame(&sb, &f, k) == 0)
-        rv = -send_bytes(p->out, x, sb.data, sb.size, x->buf, k);
+        rv = -send_bytes(p->out, x, sb.data, sb.size, shared != NULL ? shared : x->buf, k);
     msgpack_sbuffer_destroy(&sb);
     pthread_mutex_lock(&e->mtx);
+    shm_put(e, m);
     if (--c->pins == 0)
         pthread_cond_broadcast(&c->cv);
     if (rv > 0) {
@@ -561,13 +589,40 @@ receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
     return p;
 }
 
+/*
+ * receive_data takes a DATA frame's payload off the stream: straight into the
+ * job's shared buffer when it has one, else through x->payload and
+ * process_vm_writev. e->mtx held on entry and exit. 0, or -1 (link lost).
+ */
+static int
+receive_data(engine *e, nng_stream *s, eng_peer *p, eng_receiver *x, const frame *f, uint64_t plen,
+             char *why, size_t whylen)
+{
+    uint64_t addr = 0;
+    eng_map *m = NULL;
+    eng_call *c = op_data_target(e, p, f, (size_t)plen, &addr);
+    uint8_t *shared = c != NULL ? shm_get(e, c->pid, addr, plen, &m) : NULL;
+    int rv, wr = 0;
+
+    pthread_mutex_unlock(&e->mtx);
+    rv = read_payload(s, x, shared, plen, ENGINE_LINK_DEAD_MS, why, whylen);
+    if (rv == 0 && c != NULL && shared == NULL)
+        wr = xfer_write(c->pid, addr, x->payload, (size_t)plen);
+    pthread_mutex_lock(&e->mtx);
+    shm_put(e, m);
+    if (c != NULL)
+        op_data_landed(e, c, f, (size_t)plen, rv != 0 ? -1 : wr);
+    return rv;
+}
+
 static void
 receiver_loop(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, char *why, size_t whylen)
 {
     for (;;) {
         frame f;
         uint64_t plen;
-        if (read_frame(in->s, x, &f, &plen, ENGINE_LINK_DEAD_MS, why, whylen) != 0)
+        int rv = 0;
+        if (read_head(in->s, x, &f, &plen, ENGINE_LINK_DEAD_MS, why, whylen) != 0)
             return;
         pthread_mutex_lock(&e->mtx);
         if (e->stopping) {
@@ -576,11 +631,13 @@ receiver_loop(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, char *why, si
             return;
         }
         if (f.type == FRAME_DATA)
-            op_data(e, p, &f, x->payload, (size_t)plen);
+            rv = receive_data(e, in->s, p, x, &f, plen, why, whylen);
         else if (f.type != FRAME_HEARTBEAT && f.type != FRAME_HELLO)
             op_on_frame(e, p, &f);
         pthread_mutex_unlock(&e->mtx);
         frame_fini(&f);
+        if (rv != 0)
+            return;
     }
 }
 

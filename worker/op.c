@@ -326,44 +326,52 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
     }
 }
 
-void
-op_data(engine *e, eng_peer *p, const frame *f, const uint8_t *payload, size_t len)
+eng_call *
+op_data_target(engine *e, eng_peer *p, const frame *f, size_t len, uint64_t *addr)
 {
     eng_group *g = engine_group_find(e, f->id.group);
     eng_op *op;
     eng_call *c;
     eng_rx *rx;
-    uint64_t addr;
-    int rv;
 
     if (g == NULL || g->epoch != f->id.epoch || (op = op_get(e, g, f->id.op, 0)) == NULL)
-        return;
+        return NULL;
     if (f->src >= (int64_t)g->n || f->dst >= (int64_t)g->n || g->peer[f->src] != p->idx ||
         g->lidx[f->dst] < 0)
-        return;
+        return NULL;
     c = op->calls[f->dst];
     rx = &op->rx[PAIR(op, g->lidx[f->dst], f->src)];
     if (c == NULL || c->finished || op->status != A2A_OK || !rx->have_slice)
-        return;
+        return NULL;
     if (f->offset != rx->bytes || len > (uint64_t)rx->count * c->esize - rx->bytes) {
         op_fail(e, op, A2A_ERR_INTERNAL, 1,
                 "rank %lld's data for rank %lld arrived out of order (offset %llu, expected %llu)",
                 (long long)f->src, (long long)f->dst, (unsigned long long)f->offset,
                 (unsigned long long)rx->bytes);
-        return;
+        return NULL;
     }
-    addr = c->a->recv_addr + (uint64_t)c->a->counts[3 * g->n + f->src] * c->esize + f->offset;
+    *addr = c->a->recv_addr + (uint64_t)c->a->counts[3 * g->n + f->src] * c->esize + f->offset;
     c->pins++;
-    pthread_mutex_unlock(&e->mtx);
-    rv = xfer_write(c->pid, addr, payload, len);
-    pthread_mutex_lock(&e->mtx);
+    return c;
+}
+
+void
+op_data_landed(engine *e, eng_call *c, const frame *f, size_t len, int rv)
+{
+    eng_op *op = c->op;
+    eng_rx *rx = &op->rx[PAIR(op, c->lidx, f->src)];
+
     if (--c->pins == 0)
         pthread_cond_broadcast(&c->cv);
-    if (rv != 0) {
+    if (rv < 0) /* the link broke: the peer's loss fails the operation */
+        return;
+    if (rv > 0) {
         op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1, "cannot write rank %lld's receive buffer: %s",
                 (long long)f->dst, strerror(rv));
         return;
     }
+    if (c->finished || op->status != A2A_OK)
+        return;
     rx->bytes += len;
     if (rx->bytes == (uint64_t)rx->count * c->esize) {
         rx->done = 1;

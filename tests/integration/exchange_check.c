@@ -195,6 +195,35 @@ check_guard(const uint8_t *buf, int64_t len, size_t esize, int64_t n, const int6
 }
 
 /*
+ * With mode "shared", buffers come from a2a_buffer_alloc (memory shared with
+ * the worker): both, only the send buffer or only the receive buffer, by the
+ * operation's seed, so that every path of the worker is taken.
+ */
+static int shared_mode;
+
+static uint8_t *
+buf_alloc(a2a_job *job, size_t len, int shared)
+{
+    void *p = NULL;
+    if (!shared)
+        return malloc(len);
+    if (a2a_buffer_alloc(job, len, &p) != A2A_OK) {
+        say("a2a_buffer_alloc: %s", a2a_job_error(job));
+        return NULL;
+    }
+    return p;
+}
+
+static void
+buf_free(a2a_job *job, uint8_t *p, int shared)
+{
+    if (shared)
+        a2a_buffer_free(job, p);
+    else
+        free(p);
+}
+
+/*
  * run_op runs one verified operation: 0 when it succeeded with the right
  * data, 1 when the call failed cleanly (s->status, s->msg; guard intact),
  * -1 on wrong data or a changed guard (printed).
@@ -211,7 +240,11 @@ run_op(op_spec *s)
 
     layout(&rng, n, s->sc, sd, &slen);
     layout(&rng, n, s->rc, rd, &rlen);
-    uint8_t *send = malloc((size_t)slen * esize + 1), *recv = malloc((size_t)rlen * esize + 1);
+    int sshared = shared_mode && s->seed % 4 != 1, rshared = shared_mode && s->seed % 4 != 2;
+    uint8_t *send = buf_alloc(s->job, (size_t)slen * esize + 1, sshared);
+    uint8_t *recv = buf_alloc(s->job, (size_t)rlen * esize + 1, rshared);
+    if (send == NULL || recv == NULL)
+        abort();
     memset(send, 0x3C, (size_t)slen * esize);
     memset(recv, GUARD, (size_t)rlen * esize);
     for (int64_t d = 0; d < n; d++)
@@ -270,8 +303,8 @@ run_op(op_spec *s)
     if (check_guard(recv, rlen, esize, n, s->rc, rd,
                     s->status == A2A_OK ? "after a success" : "after a failure"))
         rv = -1;
-    free(send);
-    free(recv);
+    buf_free(s->job, send, sshared);
+    buf_free(s->job, recv, rshared);
     free(sd);
     free(rd);
     return rv;
@@ -1058,7 +1091,10 @@ main(int argc, char **argv)
         say("a2a_job_open: %s: %s", a2a_status_name(st), a2a_job_error(NULL));
         return 1;
     }
-    if (strcmp(mode, "random") == 0 && argc == 4)
+    if (strcmp(mode, "shared") == 0 && argc == 4) { /* random, in shared buffers */
+        shared_mode = 1;
+        bad = random_mode(job, N, strtoull(argv[2], NULL, 10), atoll(argv[3]));
+    } else if (strcmp(mode, "random") == 0 && argc == 4)
         bad = random_mode(job, N, strtoull(argv[2], NULL, 10), atoll(argv[3]));
     else if (strcmp(mode, "invalid") == 0)
         bad = invalid_mode(job, N);
