@@ -5,7 +5,7 @@
 #
 #   bench/compare.sh [--quick] [--sizes lat|bw|both] [-b MIN -e MAX -f FACTOR]
 #                    [-p PATTERNS] [-t TARGET_S] [--repeat R] [--shapes "2x2 4x1 2x4 4x2"]
-#                    [--build-dir DIR] [--out DIR] [--no-mpi] [--ceiling-gbit G]
+#                    [--build-dir DIR] [--out DIR] [--no-mpi] [--shared] [--ceiling-gbit G]
 #                    [--netns [--rate RATE]]      bench/compare.sh --table RESULT_DIR
 #
 # Shapes are WORKERSxRANKS_PER_WORKER for a2a-launch; MPI runs N = W*R ranks.
@@ -19,6 +19,7 @@ QUICK=0 SIZES=both PATTERNS=all TARGET="" REPEAT=2 SHAPES="2x2 4x1 2x4 4x2"
 BMIN="" BMAX="" BFAC="" OUT="" TABLE_ONLY="" MPI=1 CEIL_GBIT=47.6 NETNS=0 RATE=""
 
 usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+A2A_EXTRA=""
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) QUICK=1 ;;
@@ -33,6 +34,7 @@ while [ $# -gt 0 ]; do
         --build-dir) BUILD=$(cd "$2" 2>/dev/null && pwd || echo "$2"); shift ;;
         --out) OUT=$2; shift ;;
         --no-mpi) MPI=0 ;;
+        --shared) A2A_EXTRA="$A2A_EXTRA --shared" ;; # a2a-bench in buffers shared with the worker
         --ceiling-gbit) CEIL_GBIT=$2; shift ;;
         --netns) NETNS=1 ;;
         --rate) RATE=$2; shift ;;
@@ -113,7 +115,7 @@ loopback() {
                 local f=$OUT/a2a_${shape}_N${n}_r$r.txt
                 local part=$OUT/.part.txt
                 run_one "$part" "$(basename "$f")" "$LAUNCH" --workers "$w" --ranks-per-worker "$rpw" -- \
-                    "$BENCH" $args -o "$part.out"
+                    "$BENCH" $args $A2A_EXTRA -o "$part.out"
                 cat "$part" "$part.out" >>"$f" 2>/dev/null || true
                 cat "$part.log" >>"$f.log"; rm -f "$part" "$part.out" "$part.log"
             done
