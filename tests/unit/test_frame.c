@@ -5,6 +5,7 @@
  * under ASan and valgrind; every decoded frame is released with frame_fini.
  */
 #include "cu_main.h"
+#include "mbuf.h"
 #include <CUnit/Basic.h>
 #include <msgpack.h>
 #include <stdint.h>
@@ -16,50 +17,6 @@
 #include "common/status.h"
 
 /* ---- helpers ---- */
-
-/* A header under construction: an sbuffer and its packer. */
-typedef struct {
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-} mbuf;
-
-static void
-mb_init(mbuf *b)
-{
-    msgpack_sbuffer_init(&b->sb);
-    msgpack_packer_init(&b->pk, &b->sb, msgpack_sbuffer_write);
-}
-
-static void
-mb_fini(mbuf *b)
-{
-    msgpack_sbuffer_destroy(&b->sb);
-}
-
-static void
-mb_strn(mbuf *b, const char *s, size_t n)
-{
-    msgpack_pack_str(&b->pk, n);
-    if (n > 0)
-        msgpack_pack_str_body(&b->pk, s, n);
-}
-
-static void
-mb_str(mbuf *b, const char *s)
-{
-    mb_strn(b, s, strlen(s));
-}
-
-/* A string of n copies of ch, malloc'd and terminated. */
-static char *
-repeat(char ch, size_t n)
-{
-    char *s = malloc(n + 1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    memset(s, ch, n);
-    s[n] = '\0';
-    return s;
-}
 
 static char err[2048];
 

@@ -5,6 +5,7 @@
  * valgrind.
  */
 #include "cu_main.h"
+#include "mbuf.h"
 #include <CUnit/Basic.h>
 #include <msgpack.h>
 #include <stdint.h>
@@ -15,39 +16,6 @@
 #include "common/wire.h"
 
 /* ---- helpers ---- */
-
-/* A message under construction: an sbuffer and its packer. */
-typedef struct {
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-} mbuf;
-
-static void
-mb_init(mbuf *b)
-{
-    msgpack_sbuffer_init(&b->sb);
-    msgpack_packer_init(&b->pk, &b->sb, msgpack_sbuffer_write);
-}
-
-static void
-mb_fini(mbuf *b)
-{
-    msgpack_sbuffer_destroy(&b->sb);
-}
-
-static void
-mb_strn(mbuf *b, const char *s, size_t n)
-{
-    msgpack_pack_str(&b->pk, n);
-    if (n > 0)
-        msgpack_pack_str_body(&b->pk, s, n);
-}
-
-static void
-mb_str(mbuf *b, const char *s)
-{
-    mb_strn(b, s, strlen(s));
-}
 
 static void
 mb_bin(mbuf *b, const void *p, size_t n)
@@ -61,17 +29,6 @@ static void
 mb_raw(mbuf *b, const void *p, size_t n)
 {
     msgpack_sbuffer_write(&b->sb, p, n);
-}
-
-/* A string of n copies of ch, malloc'd and terminated. */
-static char *
-repeat(char ch, size_t n)
-{
-    char *s = malloc(n + 1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    memset(s, ch, n);
-    s[n] = '\0';
-    return s;
 }
 
 enum kind {
