@@ -1,4 +1,5 @@
 /* test_status.c - the status and dtype tables: names, messages, sizes, look-ups. */
+#include "cu_main.h"
 #include <CUnit/Basic.h>
 #include <string.h>
 
@@ -114,30 +115,16 @@ test_dtype_invalid(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-    CU_pSuite s;
-    int failures;
-
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return CU_get_error();
-    s = CU_add_suite("status", NULL, NULL);
-    if (s == NULL || CU_add_test(s, "status names distinct", test_status_names_distinct) == NULL ||
-        CU_add_test(s, "status known names", test_status_known_names) == NULL ||
-        CU_add_test(s, "status out of range", test_status_out_of_range) == NULL ||
-        CU_add_test(s, "status from name", test_status_from_name) == NULL ||
-        CU_add_test(s, "dtype table", test_dtype_table) == NULL ||
-        CU_add_test(s, "dtype from name", test_dtype_from_name) == NULL ||
-        CU_add_test(s, "dtype invalid", test_dtype_invalid) == NULL) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    if (CU_basic_run_tests() != CUE_SUCCESS) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    failures = (int)CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures != 0;
+    static const cu_test tests[] = {
+        {"status names distinct", test_status_names_distinct},
+        {"status known names", test_status_known_names},
+        {"status out of range", test_status_out_of_range},
+        {"status from name", test_status_from_name},
+        {"dtype table", test_dtype_table},
+        {"dtype from name", test_dtype_from_name},
+        {"dtype invalid", test_dtype_invalid},
+    };
+    return cu_main("status", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

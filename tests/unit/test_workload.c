@@ -1,6 +1,7 @@
 /* test_workload.c - the bench workloads: WORKLOADS.md tables and test vectors,
  * row sums, an emulated exchange, and agreement with the reference header
  * ../shared/bench/a2a_workload.h when it was found at configure time. */
+#include "cu_main.h"
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,30 +236,16 @@ test_reference_header(void)
 #endif
 
 int
-main(void)
+main(int argc, char **argv)
 {
-    CU_pSuite s;
-    int failures;
-
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return CU_get_error();
-    s = CU_add_suite("workload", NULL, NULL);
-    if (s == NULL || CU_add_test(s, "section 3 tables, N=4 S=4096", test_tables_n4) == NULL ||
-        CU_add_test(s, "sparse rows, N=8", test_sparse_n8_rows) == NULL ||
-        CU_add_test(s, "hash32 and payload test vectors", test_vectors) == NULL ||
-        CU_add_test(s, "checksums, N=8 S=64MiB", test_checksums_n8_64m) == NULL ||
-        CU_add_test(s, "row sums = T, N=1..16", test_row_sums) == NULL ||
-        CU_add_test(s, "emulated exchange verifies", test_emulated_exchange) == NULL ||
-        CU_add_test(s, "agrees with a2a_workload.h", test_reference_header) == NULL) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    if (CU_basic_run_tests() != CUE_SUCCESS) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    failures = (int)CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures != 0;
+    static const cu_test tests[] = {
+        {"section 3 tables, N=4 S=4096", test_tables_n4},
+        {"sparse rows, N=8", test_sparse_n8_rows},
+        {"hash32 and payload test vectors", test_vectors},
+        {"checksums, N=8 S=64MiB", test_checksums_n8_64m},
+        {"row sums = T, N=1..16", test_row_sums},
+        {"emulated exchange verifies", test_emulated_exchange},
+        {"agrees with a2a_workload.h", test_reference_header},
+    };
+    return cu_main("workload", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }
