@@ -279,7 +279,19 @@ frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_l
     f->type = (frame_type)type;
     if (body_decode(f, root.via.array.ptr, root.via.array.size, err, errlen) != 0)
         goto out;
-    if ((f->type == FRAME_DATA) != (payload_len > 0)) {
+    if (f->type == FRAME_SLICE && payload_len > 0) {
+        /* eager: exactly the slice, and small */
+        uint64_t want = (uint64_t)f->count * a2a_dtype_size((a2a_dtype)f->dtype);
+        if (f->count > (int64_t)FRAME_EAGER_MAX || payload_len != want ||
+            payload_len > FRAME_EAGER_MAX) {
+            frame_fail(err, errlen,
+                       "SLICE of %lld elements of dtype %d with %llu payload bytes (eager "
+                       "slices carry exactly their bytes, at most %u)",
+                       (long long)f->count, (int)f->dtype, (unsigned long long)payload_len,
+                       FRAME_EAGER_MAX);
+            goto out;
+        }
+    } else if ((f->type == FRAME_DATA) != (payload_len > 0)) {
         frame_fail(err, errlen, "frame of type %d with %llu payload bytes", f->type,
                    (unsigned long long)payload_len);
         goto out;
@@ -297,7 +309,10 @@ frame_fini(frame *f)
 {
     free(f->srcs);
     free(f->counts);
+    free(f->payload);
     f->srcs = NULL;
     f->counts = NULL;
+    f->payload = NULL;
+    f->payload_len = 0;
     f->n = 0;
 }

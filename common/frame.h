@@ -6,7 +6,8 @@
  *
  *   u32 magic "A2AL" | u32 header length | u64 payload length   (big-endian)
  *   header: msgpack array [type, ...fields]
- *   payload: DATA only, at most FRAME_PAYLOAD_MAX bytes
+ *   payload: DATA, at most FRAME_PAYLOAD_MAX bytes; or an eager SLICE's
+ *            whole slice (count * dtype size, at most FRAME_EAGER_MAX bytes)
  *
  * Decoders take untrusted bytes: a bad magic, a length over its limit, a
  * wrong field or trailing bytes is an error, and the link is closed.
@@ -32,12 +33,14 @@
 _Static_assert((uint64_t)CFG_MAX_RANKS * 12 + 512 <= FRAME_HEADER_MAX,
                "a READY for every rank must fit in a frame header");
 #define FRAME_PAYLOAD_MAX (4u << 20)
+/* A small slice goes with its SLICE frame (eager), without waiting for READY. */
+#define FRAME_EAGER_MAX 4096u
 #define FRAME_MSG_MAX 1023
 
 typedef enum {
     FRAME_HELLO = 1,     /* first frame of a link: who dials */
     FRAME_READY = 2,     /* a receiving rank arrived: its expected counts */
-    FRAME_SLICE = 3,     /* a sender's answer to READY: its count and status */
+    FRAME_SLICE = 3,     /* a sender's count (answering READY, or eager with the data) */
     FRAME_DATA = 4,      /* a chunk of a slice at a byte offset */
     FRAME_ABORT = 5,     /* an operation failed: status and message */
     FRAME_HEARTBEAT = 6, /* the link is alive */
@@ -73,6 +76,8 @@ typedef struct {
     a2a_status status;               /* SLICE, ABORT */
     uint64_t offset;                 /* DATA: byte offset in the slice */
     char message[FRAME_MSG_MAX + 1]; /* SLICE, ABORT */
+    uint8_t *payload;                /* an eager SLICE's data, malloc'd by its reader */
+    size_t payload_len;
 } frame;
 
 /* frame_prefix_encode writes the 16-byte prefix. */
@@ -87,12 +92,13 @@ int frame_header_encode(msgpack_sbuffer *sb, const frame *f);
 
 /*
  * frame_header_decode parses a header; payload_len (from the prefix) must be
- * 0 except for DATA. On success f may own srcs/counts: free with frame_fini.
+ * > 0 for DATA, 0 or count * dtype size (at most FRAME_EAGER_MAX) for SLICE,
+ * and 0 for the others. On success f may own srcs/counts: free with frame_fini.
  */
 int frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_len, char *err,
                         size_t errlen);
 
-/* frame_fini frees what frame_header_decode allocated; safe on a zeroed frame. */
+/* frame_fini frees srcs, counts and payload; safe on a zeroed frame. */
 void frame_fini(frame *f);
 
 #endif

@@ -155,6 +155,13 @@ engine_group_find(engine *e, const char *name)
     return NULL;
 }
 
+uint64_t
+engine_eager_max(size_t n)
+{
+    uint64_t op = n > 0 ? (uint64_t)ENGINE_EAGER_OP / ((uint64_t)n * n) : 0;
+    return op < FRAME_EAGER_MAX ? op : FRAME_EAGER_MAX;
+}
+
 void
 engine_keep_early(engine *e, int peer, frame *f)
 {
@@ -167,10 +174,12 @@ engine_keep_early(engine *e, int peer, frame *f)
     if ((x = calloc(1, sizeof(*x))) == NULL)
         return;
     x->peer = peer;
-    x->f = *f; /* takes over srcs/counts */
+    x->f = *f; /* takes over srcs, counts and payload */
     f->srcs = NULL;
     f->counts = NULL;
     f->n = 0;
+    f->payload = NULL;
+    f->payload_len = 0;
     x->next = e->early;
     e->early = x;
     e->nearly++;
@@ -431,10 +440,14 @@ call_arrive(engine *e, eng_call *c, eng_pair *todo)
     for (size_t s = 0; s < n; s++)
         op->rx[(size_t)c->lidx * n + s].expect = c->a->counts[2 * n + s];
     send_readies(e, c);
+    op_take_stash(e, op, c); /* eager slices that came before us */
     for (size_t r = 0; r < n && op->status == A2A_OK; r++) {
         eng_call *o = op->calls[r];
         if (g->peer[r] >= 0) {
-            op_pair_ready(e, op, me, (int64_t)r); /* READY may have come first */
+            if (c->a->counts[r] == 0 || (c->pre != NULL && c->pre_at[r] != UINT64_MAX))
+                op_send_eager(e, op, me, (int64_t)r); /* small: no need to wait for READY */
+            else
+                op_pair_ready(e, op, me, (int64_t)r); /* READY may have come first */
             continue;
         }
         if (o == NULL || o->finished)
@@ -588,6 +601,7 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
     }
     c->op = op;
     ntodo = call_arrive(e, c, todo);
+    link_flush(e); /* READY and eager slices leave from this thread, now */
     for (size_t i = 0; i < ntodo && op->status == A2A_OK; i++)
         copy_local(e, op, todo[i], &buf);
     call_wait(e, c, deadline, timeout_ms);
@@ -604,6 +618,51 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
     free(todo);
     free(buf);
     return st;
+}
+
+/*
+ * pre_read reads c's eager slices (engine_eager_max) from its job before the
+ * call enters, so that they leave with their SLICE frames; on any failure c
+ * has none, and the usual path reports what is wrong with the buffer.
+ */
+static void
+pre_read(eng_call *c)
+{
+    const wire_a2av *a = c->a;
+    uint64_t emax = engine_eager_max(a->n), total = 0;
+    int whole = a->send_len <= 65536 / c->esize; /* one read of the whole buffer */
+    uint64_t bytes = whole ? a->send_len * c->esize : 0; /* send_len is in elements */
+
+    for (size_t d = 0; d < a->n; d++) {
+        uint64_t b = (uint64_t)a->counts[d] * c->esize;
+        total += b > 0 && b <= emax ? b : 0;
+    }
+    if (total == 0 || (c->pre_at = malloc(a->n * sizeof(uint64_t))) == NULL ||
+        (c->pre = malloc(whole ? (size_t)bytes : (size_t)total)) == NULL)
+        goto none;
+    if (whole && xfer_read(c->pid, a->send_addr, c->pre, (size_t)bytes) != 0)
+        goto none;
+    total = 0;
+    for (size_t d = 0; d < a->n; d++) {
+        uint64_t b = (uint64_t)a->counts[d] * c->esize, at = (uint64_t)a->counts[a->n + d] * c->esize;
+        c->pre_at[d] = UINT64_MAX;
+        if (b == 0 || b > emax)
+            continue;
+        if (whole) {
+            c->pre_at[d] = at;
+            continue;
+        }
+        if (xfer_read(c->pid, a->send_addr + at, c->pre + total, (size_t)b) != 0)
+            goto none;
+        c->pre_at[d] = total;
+        total += b;
+    }
+    return;
+none:
+    free(c->pre);
+    free(c->pre_at);
+    c->pre = NULL;
+    c->pre_at = NULL;
 }
 
 static int64_t
@@ -636,6 +695,7 @@ engine_alltoallv(engine *e, const wire_a2av *a, char *err, size_t errlen)
                            "the worker's host, as the same user",
                            e->self->name, (long long)a->job.pid);
     c.esize = a2a_dtype_size((a2a_dtype)a->dtype);
+    pre_read(&c);
     pthread_cond_init(&c.cv, NULL);
     pthread_mutex_lock(&e->mtx);
     if (e->stopping) {
@@ -656,6 +716,8 @@ engine_alltoallv(engine *e, const wire_a2av *a, char *err, size_t errlen)
     }
     pthread_mutex_unlock(&e->mtx);
     pthread_cond_destroy(&c.cv);
+    free(c.pre);
+    free(c.pre_at);
     return st;
 }
 

@@ -13,6 +13,10 @@
 #define ENGINE_HISTORY 64     /* failed operations remembered per group */
 #define ENGINE_OP_WINDOW 4    /* how far ahead of the slowest local rank a frame may create an op */
 #define ENGINE_EARLY_MAX 4096 /* frames of epochs not yet resolved, kept for replay */
+/* Eager slices: at most FRAME_EAGER_MAX bytes, and at most ENGINE_EAGER_OP bytes for a whole
+ * operation of n ranks at a receiver (n * n * limit), so what a worker keeps for ranks that
+ * have not arrived yet stays bounded (engine_eager_max). */
+#define ENGINE_EAGER_OP (4u << 20)
 
 typedef struct eng_call eng_call;
 typedef struct eng_op eng_op;
@@ -52,6 +56,8 @@ struct eng_peer {
     nng_stream *in;       /* the current incoming link */
     uint64_t incarnation; /* from its HELLO; 0 before */
     int failing;          /* the sender is failing its queue */
+    int writing;          /* a thread writes on out (the sender, or link_flush): only it may */
+    nng_aio *wr_aio;      /* link_flush's */
 };
 
 /* Receive state of one pair s -> local d. */
@@ -61,6 +67,7 @@ typedef struct {
     int have_slice;
     uint64_t bytes; /* received so far */
     int done;
+    uint8_t *stash; /* an eager slice that came before d: its bytes (malloc'd) */
 } eng_rx;
 
 /* Send state of one pair local s -> d. */
@@ -68,6 +75,7 @@ typedef struct {
     int ready;      /* READY(d) arrived (or d is local and arrived) */
     int64_t expect; /* d's recv_count from s */
     int started;
+    int eager; /* sent with its SLICE; done once READY confirms the count */
     int done;
 } eng_tx;
 
@@ -84,6 +92,8 @@ struct eng_call {
     int finished; /* the handler has given up on it: touch its memory no more */
     int pins;     /* transfers using its memory right now */
     pthread_cond_t cv;
+    uint8_t *pre;     /* the eager slices' bytes, read before the call entered (or NULL) */
+    uint64_t *pre_at; /* by group rank: where in pre, or UINT64_MAX: not eager */
 };
 
 struct eng_op {
@@ -170,6 +180,10 @@ void op_on_frame(engine *e, eng_peer *p, const frame *f);
 /* op_data_target checks a DATA frame of len bytes and pins the call it is for, returning it
  * with *addr, where the bytes go in its job (NULL: drop them). */
 eng_call *op_data_target(engine *e, eng_peer *p, const frame *f, size_t len, uint64_t *addr);
+/* op_send_eager sends slice s -> d (remote, small) with its SLICE at once; under e->mtx. */
+void op_send_eager(engine *e, eng_op *op, int64_t s, int64_t d);
+/* op_take_stash lands the eager slices that came for local call c before it; under e->mtx. */
+void op_take_stash(engine *e, eng_op *op, eng_call *c);
 /* op_data_landed unpins c and counts the bytes (rv: 0 written, > 0 errno, < 0 link lost). */
 void op_data_landed(engine *e, eng_call *c, const frame *f, size_t len, int rv);
 void op_check_done(eng_op *op, eng_call *c);
@@ -182,6 +196,13 @@ int link_start(engine *e, char *err, size_t errlen);
 void link_stop(engine *e);
 /* link_send_ctl queues a frame (header only) to peer p; under e->mtx. */
 void link_send_ctl(engine *e, eng_peer *p, const frame *f, eng_op *op);
+/* link_send_eager queues a SLICE frame with its payload (len <= FRAME_EAGER_MAX). */
+void link_send_eager(engine *e, eng_peer *p, const frame *f, eng_op *op, const uint8_t *payload,
+                     size_t len);
+/* link_flush writes the queued control frames of every idle link from the calling thread
+ * (no hand-off to the sender thread); under e->mtx, which it drops while writing. Only
+ * threads that never read a link may call it (a reader blocked writing could deadlock). */
+void link_flush(engine *e);
 /* link_send_slice queues a slice to peer p; under e->mtx. */
 void link_send_slice(engine *e, eng_peer *p, eng_call *c, int64_t dst, uint64_t total,
                      uint64_t addr);
@@ -200,6 +221,8 @@ void shm_free_all(engine *e);
 
 /* ---- engine.c ---- */
 eng_group *engine_group_find(engine *e, const char *name);
+/* engine_eager_max returns the largest slice (bytes) sent eagerly in a group of n ranks. */
+uint64_t engine_eager_max(size_t n);
 void engine_keep_early(engine *e, int peer, frame *f);
 
 #endif

@@ -71,13 +71,20 @@ encode_frame(msgpack_sbuffer *sb, const frame *f, uint64_t payload_len)
 void
 link_send_ctl(engine *e, eng_peer *p, const frame *f, eng_op *op)
 {
+    link_send_eager(e, p, f, op, NULL, 0);
+}
+
+void
+link_send_eager(engine *e, eng_peer *p, const frame *f, eng_op *op, const uint8_t *payload,
+                size_t len)
+{
     msgpack_sbuffer sb;
     eng_ctl *c;
 
     if (e->stopping)
         return;
     msgpack_sbuffer_init(&sb);
-    if (encode_frame(&sb, f, 0) != 0 || (c = malloc(sizeof(*c) + sb.size)) == NULL) {
+    if (encode_frame(&sb, f, len) != 0 || (c = malloc(sizeof(*c) + sb.size + len)) == NULL) {
         msgpack_sbuffer_destroy(&sb);
         if (op != NULL)
             op_fail(e, op, A2A_ERR_RESOURCE_EXHAUSTED, 1,
@@ -88,8 +95,10 @@ link_send_ctl(engine *e, eng_peer *p, const frame *f, eng_op *op)
     }
     c->next = NULL;
     c->op = op;
-    c->len = sb.size;
+    c->len = sb.size + len;
     memcpy(c->bytes, sb.data, sb.size);
+    if (len > 0)
+        memcpy(c->bytes + sb.size, payload, len);
     msgpack_sbuffer_destroy(&sb);
     if (p->ctl_tail != NULL)
         p->ctl_tail->next = c;
@@ -382,6 +391,49 @@ sender_broken(engine *e, eng_peer *p, int rv)
     link_peer_down(e, p, why);
 }
 
+/*
+ * link_flush: for each link with queued control frames and no writer, take
+ * the queue, write it in one go from this thread and give the link back.
+ */
+void
+link_flush(engine *e)
+{
+    for (size_t i = 0; i < e->npeers && !e->stopping; i++) {
+        eng_peer *p = &e->peers[i];
+        eng_ctl *head = p->ctl_head;
+        size_t len = 0, off = 0;
+        uint8_t *buf;
+        nng_iov iov;
+        int rv;
+
+        if (head == NULL || p->out == NULL || p->out_reset || p->writing || p->wr_aio == NULL)
+            continue;
+        for (eng_ctl *c = head; c != NULL; c = c->next)
+            len += c->len;
+        if ((buf = malloc(len)) == NULL)
+            continue; /* the sender thread sends them */
+        for (eng_ctl *c = head; c != NULL; c = c->next)
+            memcpy(buf + off, c->bytes, c->len), off += c->len;
+        p->ctl_head = p->ctl_tail = NULL;
+        p->writing = 1;
+        pthread_mutex_unlock(&e->mtx);
+        while (head != NULL) {
+            eng_ctl *c = head;
+            head = c->next;
+            free(c);
+        }
+        iov = (nng_iov){buf, len};
+        rv = stream_io(p->out, p->wr_aio, &iov, 1, 0, ENGINE_LINK_DEAD_MS);
+        free(buf);
+        pthread_mutex_lock(&e->mtx);
+        p->writing = 0;
+        p->last_sent_ms = rpc_now_ms();
+        if (rv != 0)
+            sender_broken(e, p, rv);
+        pthread_cond_signal(&p->cv); /* the sender may wait for the link */
+    }
+}
+
 /* sender_chunk sends the next chunk of the first slice in the round; under e->mtx. */
 static int
 sender_chunk(engine *e, eng_peer *p, eng_sender *x)
@@ -410,6 +462,7 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
     eng_map *m;
     uint8_t *shared = shm_get(e, c->pid, addr, k, &m); /* in a shared buffer: no copy */
     c->pins++;
+    p->writing = 1;
     pthread_mutex_unlock(&e->mtx);
     msgpack_sbuffer_init(&sb);
     rv = shared != NULL ? 0 : xfer_read(c->pid, addr, x->buf, k);
@@ -417,6 +470,7 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
         rv = -send_bytes(p->out, x, sb.data, sb.size, shared != NULL ? shared : x->buf, k);
     msgpack_sbuffer_destroy(&sb);
     pthread_mutex_lock(&e->mtx);
+    p->writing = 0;
     shm_put(e, m);
     if (--c->pins == 0)
         pthread_cond_broadcast(&c->cv);
@@ -455,6 +509,10 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
     eng_ctl *c;
     int rv;
 
+    if (p->writing) { /* link_flush has the link */
+        sender_wait(e, p);
+        return;
+    }
     if (p->out != NULL && p->out_reset) { /* closed by link_peer_down while we were idle */
         nng_stream_free(p->out);
         p->out = NULL;
@@ -468,10 +526,12 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
         p->ctl_head = c->next;
         if (p->ctl_head == NULL)
             p->ctl_tail = NULL;
+        p->writing = 1;
         pthread_mutex_unlock(&e->mtx);
         rv = send_bytes(p->out, x, c->bytes, c->len, NULL, 0);
         free(c);
         pthread_mutex_lock(&e->mtx);
+        p->writing = 0;
         if (rv != 0)
             sender_broken(e, p, rv);
         p->last_sent_ms = rpc_now_ms();
@@ -483,9 +543,11 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
         msgpack_sbuffer sb;
         msgpack_sbuffer_init(&sb);
         encode_frame(&sb, &f, 0);
+        p->writing = 1;
         pthread_mutex_unlock(&e->mtx);
         rv = send_bytes(p->out, x, sb.data, sb.size, NULL, 0);
         pthread_mutex_lock(&e->mtx);
+        p->writing = 0;
         msgpack_sbuffer_destroy(&sb);
         if (rv != 0)
             sender_broken(e, p, rv);
@@ -509,6 +571,8 @@ sender_thread(void *arg)
     pthread_mutex_lock(&e->mtx);
     while (!e->stopping)
         sender_step(e, p, &x);
+    while (p->writing) /* a link_flush still writing */
+        pthread_cond_wait(&p->cv, &e->mtx);
     if (p->out != NULL)
         nng_stream_free(p->out);
     p->out = NULL;
@@ -630,7 +694,19 @@ receiver_loop(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, char *why, si
             frame_fini(&f);
             return;
         }
-        if (f.type == FRAME_DATA)
+        if (f.type == FRAME_SLICE && plen > 0) { /* eager: the slice is here; small */
+            pthread_mutex_unlock(&e->mtx);
+            if ((f.payload = malloc(plen)) == NULL) {
+                snprintf(why, whylen, "out of memory");
+                rv = -1;
+            } else {
+                f.payload_len = (size_t)plen;
+                rv = read_payload(in->s, x, f.payload, plen, ENGINE_LINK_DEAD_MS, why, whylen);
+            }
+            pthread_mutex_lock(&e->mtx);
+            if (rv == 0 && !e->stopping)
+                op_on_frame(e, p, &f);
+        } else if (f.type == FRAME_DATA)
             rv = receive_data(e, in->s, p, x, &f, plen, why, whylen);
         else if (f.type != FRAME_HEARTBEAT && f.type != FRAME_HELLO)
             op_on_frame(e, p, &f);
@@ -753,7 +829,8 @@ link_start(engine *e, char *err, size_t errlen)
     for (size_t i = 0; i < e->npeers; i++) {
         if (&e->cfg->workers[i] == e->self)
             continue;
-        if (pthread_create(&e->peers[i].sender, NULL, sender_thread, &e->peers[i]) != 0) {
+        if (nng_aio_alloc(&e->peers[i].wr_aio, NULL, NULL) != 0 ||
+            pthread_create(&e->peers[i].sender, NULL, sender_thread, &e->peers[i]) != 0) {
             snprintf(err, errlen, "cannot start threads");
             return -1;
         }
@@ -784,8 +861,12 @@ link_stop(engine *e)
         if (e->peers[i].started)
             pthread_join(e->peers[i].sender, NULL);
     pthread_mutex_lock(&e->mtx);
-    for (size_t i = 0; i < e->npeers; i++)
+    for (size_t i = 0; i < e->npeers; i++) {
         drop_queue(&e->peers[i]);
+        if (e->peers[i].wr_aio != NULL)
+            nng_aio_free(e->peers[i].wr_aio);
+        e->peers[i].wr_aio = NULL;
+    }
     while (e->ins != NULL) {
         eng_in *in = e->ins;
         e->ins = in->next;

@@ -83,6 +83,8 @@ op_get(engine *e, eng_group *g, uint64_t num, int create)
 static void
 op_free(eng_op *op)
 {
+    for (size_t i = 0; i < op->g->nlocal * op->g->n; i++)
+        free(op->rx[i].stash);
     free(op->calls);
     free(op->rx);
     free(op->tx);
@@ -189,10 +191,24 @@ op_pair_start(engine *e, eng_op *op, int64_t s, int64_t d)
     int64_t count;
     frame f = {.type = FRAME_SLICE};
 
-    if (c == NULL || c->finished || !tx->ready || tx->started || op->status != A2A_OK)
+    if (c == NULL || c->finished || !tx->ready || op->status != A2A_OK)
         return 0;
-    tx->started = 1;
+    if (tx->started && (!tx->eager || tx->done))
+        return 0;
     count = c->a->counts[d];
+    if (tx->eager) { /* sent already: READY confirms the count */
+        if (count != tx->expect) {
+            op_fail(e, op, A2A_ERR_COUNT_MISMATCH, 1,
+                    "rank %lld sends %lld %s to rank %lld, which expects %lld", (long long)s,
+                    (long long)count, esize_name(c), (long long)d, (long long)tx->expect);
+            return 0;
+        }
+        tx->done = 1;
+        c->sends_left--;
+        op_check_done(op, c);
+        return 0;
+    }
+    tx->started = 1;
     if (count != tx->expect) {
         op_fail(e, op, A2A_ERR_COUNT_MISMATCH, 1,
                 "rank %lld sends %lld %s to rank %lld, which expects %lld", (long long)s,
@@ -224,6 +240,82 @@ void
 op_pair_ready(engine *e, eng_op *op, int64_t s, int64_t d)
 {
     (void)op_pair_start(e, op, s, d);
+}
+
+void
+op_send_eager(engine *e, eng_op *op, int64_t s, int64_t d)
+{
+    eng_group *g = op->g;
+    eng_call *c = op->calls[s];
+    eng_tx *tx = &op->tx[PAIR(op, g->lidx[s], d)];
+    int64_t count = c->a->counts[d];
+    uint64_t len = (uint64_t)count * c->esize;
+    frame f = {.type = FRAME_SLICE, .src = s, .dst = d, .dtype = (int32_t)c->a->dtype,
+               .count = count};
+
+    if (tx->started || op->status != A2A_OK)
+        return;
+    tx->started = 1;
+    tx->eager = 1;
+    snprintf(f.id.group, sizeof(f.id.group), "%s", g->name);
+    f.id.epoch = g->epoch;
+    f.id.op = op->num;
+    link_send_eager(e, &e->peers[g->peer[d]], &f, op, len > 0 ? c->pre + c->pre_at[d] : NULL,
+                    (size_t)len);
+    if (tx->ready) /* READY came first */
+        op_pair_ready(e, op, s, d);
+}
+
+/* land_eager writes an eager slice from s into local call c and completes the pair. */
+static void
+land_eager(engine *e, eng_op *op, eng_call *c, int64_t s, const uint8_t *bytes, int64_t count)
+{
+    eng_group *g = op->g;
+    eng_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+    uint64_t len = (uint64_t)count * c->esize;
+    uint64_t to = c->a->recv_addr + (uint64_t)c->a->counts[3 * g->n + s] * c->esize;
+    eng_map *m = NULL;
+    uint8_t *dst;
+    int rv = 0;
+
+    if (count != rx->expect) {
+        op_fail(e, op, A2A_ERR_COUNT_MISMATCH, 1,
+                "rank %lld sends %lld %s to rank %lld, which expects %lld", (long long)s,
+                (long long)count, esize_name(c), (long long)c->grank, (long long)rx->expect);
+        return;
+    }
+    rx->have_slice = 1;
+    rx->count = count;
+    /* small (engine_eager_max): copied under the lock */
+    if (len > 0 && (dst = shm_get(e, c->pid, to, len, &m)) != NULL)
+        memcpy(dst, bytes, (size_t)len);
+    else if (len > 0)
+        rv = xfer_write(c->pid, to, bytes, (size_t)len);
+    shm_put(e, m);
+    if (rv != 0) {
+        op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1, "cannot write rank %lld's receive buffer: %s",
+                (long long)c->grank, strerror(rv));
+        return;
+    }
+    rx->bytes = len;
+    rx->done = 1;
+    c->recvs_left--;
+    op_check_done(op, c);
+}
+
+void
+op_take_stash(engine *e, eng_op *op, eng_call *c)
+{
+    eng_group *g = op->g;
+    for (size_t s = 0; s < g->n && op->status == A2A_OK; s++) {
+        eng_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+        if (g->peer[s] < 0 || !rx->have_slice || rx->done)
+            continue;
+        rx->have_slice = 0;
+        land_eager(e, op, c, (int64_t)s, rx->stash, rx->count);
+        free(rx->stash);
+        rx->stash = NULL;
+    }
 }
 
 /* frame_reply_abort tells peer p that the operation of f failed (or is gone). */
@@ -258,7 +350,7 @@ on_ready(engine *e, eng_peer *p, eng_group *g, eng_op *op, const frame *f)
 }
 
 static void
-on_slice(engine *e, eng_peer *p, eng_group *g, eng_op *op, const frame *f)
+on_slice(engine *e, eng_peer *p, eng_group *g, eng_op *op, frame *f)
 {
     eng_call *c;
     eng_rx *rx;
@@ -268,8 +360,38 @@ on_slice(engine *e, eng_peer *p, eng_group *g, eng_op *op, const frame *f)
         return;
     c = op->calls[f->dst];
     rx = &op->rx[PAIR(op, g->lidx[f->dst], f->src)];
-    if (c == NULL || c->finished || rx->have_slice || op->status != A2A_OK)
+    if (rx->have_slice || op->status != A2A_OK || (c != NULL && c->finished))
         return;
+    if (f->count > 0 && f->payload == NULL && c == NULL)
+        return; /* not eager, yet before READY: not from a worker that follows the protocol */
+    if (f->count > 0 && f->payload != NULL &&
+        (f->payload_len != (uint64_t)f->count * a2a_dtype_size((a2a_dtype)f->dtype) ||
+         f->payload_len > engine_eager_max(g->n))) {
+        op_fail(e, op, A2A_ERR_INTERNAL, 1,
+                "rank %lld sent rank %lld an eager slice of %zu bytes (limit %llu in a group of "
+                "%zu)",
+                (long long)f->src, (long long)f->dst, f->payload_len,
+                (unsigned long long)engine_eager_max(g->n), g->n);
+        return;
+    }
+    if (c == NULL) { /* eager, before d: keep it until d comes (bounded: engine_eager_max) */
+        rx->have_slice = 1;
+        rx->count = f->count;
+        rx->stash = f->payload;
+        f->payload = NULL;
+        f->payload_len = 0;
+        return;
+    }
+    if (f->payload != NULL) {
+        if (f->payload_len != (uint64_t)f->count * c->esize) {
+            op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1,
+                    "rank %lld sends %s, rank %lld receives %s", (long long)f->src,
+                    dtype_name((a2a_dtype)f->dtype), (long long)f->dst, esize_name(c));
+            return;
+        }
+        land_eager(e, op, c, f->src, f->payload, f->count);
+        return;
+    }
     if (f->count != rx->expect) {
         op_fail(e, op, A2A_ERR_COUNT_MISMATCH, 1,
                 "rank %lld sends %lld %s to rank %lld, which expects %lld", (long long)f->src,
@@ -295,7 +417,7 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
     if (g == NULL || g->epoch < f->id.epoch) {
         if (g != NULL)
             g->stale = 1;
-        if (f->type == FRAME_READY || f->type == FRAME_ABORT)
+        if (f->type == FRAME_READY || f->type == FRAME_ABORT || f->type == FRAME_SLICE)
             engine_keep_early(e, p->idx, (frame *)f);
         return;
     }
@@ -305,7 +427,8 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
                         "the group changed (a member worker restarted): try again");
         return;
     }
-    op = op_get(e, g, f->id.op, f->type != FRAME_SLICE);
+    /* an eager SLICE may come before the local rank it is for: it may create the op */
+    op = op_get(e, g, f->id.op, f->type != FRAME_SLICE || f->payload != NULL || f->count == 0);
     if (op == NULL) {
         if (f->type == FRAME_READY && (h = group_history(g, f->id.op)) != NULL)
             reply_abort(e, p, f, h->status, h->msg);
@@ -320,7 +443,7 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
         else
             on_ready(e, p, g, op, f);
         break;
-    case FRAME_SLICE: on_slice(e, p, g, op, f); break;
+    case FRAME_SLICE: on_slice(e, p, g, op, (frame *)f); break;
     case FRAME_ABORT: op_fail(e, op, f->status, 0, "%s", f->message); break;
     default: break;
     }

@@ -27,6 +27,20 @@ endforeach()
 a2a_exchange_test(invalid 2x2)
 a2a_exchange_test(mismatch 2x2)
 a2a_exchange_test(mismatch 1x3)
+# over a link: both small (eager: the slice goes with its SLICE), both large (after READY),
+# and each side of the eager limit (4 KiB: 2048 int16)
+a2a_exchange_test(mismatch 2x1)
+function(a2a_mismatch_test label expect sent)
+  set(name integration.exchange.mismatch-${label}.3x1)
+  add_test(NAME ${name}
+    COMMAND $<TARGET_FILE:a2a-launch> --workers 3 --ranks-per-worker 1 --
+            $<TARGET_FILE:exchange_check> mismatch ${expect} ${sent})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS integration
+    FAIL_REGULAR_EXPRESSION "FAILED")
+endfunction()
+a2a_mismatch_test(eager-large 100 100000)
+a2a_mismatch_test(large-eager 100000 100)
+a2a_mismatch_test(large 100001 100002)
 a2a_exchange_test(threads 2x2)
 a2a_exchange_test(deadline 2x2)
 a2a_exchange_test(deadline 3x1)

@@ -6,7 +6,9 @@
  *                      gapped displacements, on the world group and on a
  *                      group created at run time (even ranks, reversed)
  *   invalid            every invalid-argument class is refused, has no effect
- *   mismatch           rank 0 sends rank 1 one element too many
+ *   mismatch [E S]     rank 0 sends rank 1 S int16 where it expects E (default
+ *                      1002 and 1001: one too many); sizes on both sides of the
+ *                      eager limit take both paths of a worker
  *   threads            two threads, two groups, at the same time
  *   deadline           the last rank comes 2.5 s late
  *   big                ~48 MiB per rank, uneven
@@ -739,11 +741,10 @@ has_number(const char *msg, int64_t x)
 }
 
 static int
-mismatch_mode(a2a_job *job, int64_t N)
+mismatch_mode(a2a_job *job, int64_t N, int64_t expect, int64_t sent)
 {
     grp w;
     int64_t sc[1024], rc[1024];
-    const int64_t expect = 1001, sent = 1002;
     int bad = 0;
 
     if (N < 2) {
@@ -1099,7 +1100,8 @@ main(int argc, char **argv)
     else if (strcmp(mode, "invalid") == 0)
         bad = invalid_mode(job, N);
     else if (strcmp(mode, "mismatch") == 0)
-        bad = mismatch_mode(job, N);
+        bad = mismatch_mode(job, N, argc >= 4 ? atoll(argv[2]) : 1001,
+                            argc >= 4 ? atoll(argv[3]) : 1002);
     else if (strcmp(mode, "threads") == 0)
         bad = threads_mode(job, N);
     else if (strcmp(mode, "deadline") == 0)

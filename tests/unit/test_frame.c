@@ -784,6 +784,40 @@ test_payload_rules(void)
     }
 }
 
+/* eager_case encodes a SLICE of count elements of dtype and decodes it with payload bytes. */
+static int
+eager_case(int64_t count, a2a_dtype dtype, uint64_t payload, const char *needle)
+{
+    frame f = {.type = FRAME_SLICE, .src = 0, .dst = 1, .dtype = (int32_t)dtype, .count = count};
+    msgpack_sbuffer sb;
+    set_opid(&f, "g", 1, 2);
+    encode(&sb, &f);
+    if (needle == NULL)
+        expect_ok(sb.data, sb.size, payload, "eager SLICE");
+    else
+        expect_fail(sb.data, sb.size, payload, needle, "eager SLICE");
+    msgpack_sbuffer_destroy(&sb);
+    return 0;
+}
+
+static void
+test_eager_slice(void)
+{
+    /* a SLICE may carry its slice: exactly count * dtype size bytes, at most FRAME_EAGER_MAX */
+    eager_case(10, A2A_INT32, 40, NULL);
+    eager_case(1024, A2A_FLOAT32, FRAME_EAGER_MAX, NULL);
+    eager_case(FRAME_EAGER_MAX, A2A_INT8, FRAME_EAGER_MAX, NULL);
+    eager_case(10, A2A_INT32, 0, NULL); /* no payload: the data follows after READY */
+    eager_case(10, A2A_INT32, 39, "39 payload bytes");
+    eager_case(10, A2A_INT32, 41, "41 payload bytes");
+    eager_case(10, A2A_INT64, 40, "40 payload bytes"); /* the dtype decides the size */
+    eager_case(1025, A2A_FLOAT32, 4100, "4100 payload bytes");
+    eager_case(FRAME_EAGER_MAX + 1, A2A_INT8, FRAME_EAGER_MAX + 1, "at most 4096");
+    eager_case(0, A2A_INT32, 1, "1 payload bytes"); /* nothing to carry */
+    /* a count whose byte size wraps around must not pass for a small payload */
+    eager_case(((int64_t)1 << 62) + 1, A2A_INT32, 4, "payload bytes");
+}
+
 /* opid_header packs a frame of type t whose group is the n bytes of g. */
 static void
 opid_header(mbuf *b, int t, const char *g, size_t n)
@@ -1216,6 +1250,7 @@ main(int argc, char **argv)
         {"truncated at every byte", test_truncated},
         {"trailing bytes", test_trailing_bytes},
         {"payload only on DATA", test_payload_rules},
+        {"eager SLICE payload", test_eager_slice},
         {"group names", test_group_names},
         {"string limits", test_string_limits},
         {"ranks out of range", test_rank_ranges},
