@@ -630,7 +630,7 @@ pre_read(eng_call *c)
 {
     const wire_a2av *a = c->a;
     uint64_t emax = engine_eager_max(a->n), total = 0;
-    int whole = a->send_len <= 65536 / c->esize; /* one read of the whole buffer */
+    int whole = a->send_len <= 65536 / c->esize;         /* one read of the whole buffer */
     uint64_t bytes = whole ? a->send_len * c->esize : 0; /* send_len is in elements */
 
     for (size_t d = 0; d < a->n; d++) {
@@ -644,7 +644,8 @@ pre_read(eng_call *c)
         goto none;
     total = 0;
     for (size_t d = 0; d < a->n; d++) {
-        uint64_t b = (uint64_t)a->counts[d] * c->esize, at = (uint64_t)a->counts[a->n + d] * c->esize;
+        uint64_t b = (uint64_t)a->counts[d] * c->esize,
+                 at = (uint64_t)a->counts[a->n + d] * c->esize;
         c->pre_at[d] = UINT64_MAX;
         if (b == 0 || b > emax)
             continue;

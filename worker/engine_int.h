@@ -9,6 +9,7 @@
 #include "common/frame.h"
 #include "engine.h"
 #include "server/rpc.h"
+#include "sock.h"
 
 #define ENGINE_HISTORY 64     /* failed operations remembered per group */
 #define ENGINE_OP_WINDOW 4    /* how far ahead of the slowest local rank a frame may create an op */
@@ -45,7 +46,7 @@ struct eng_peer {
     engine *e;
     int idx;
     const cfg_worker *w;
-    nng_stream *out;
+    wsock *out;
     int out_reset; /* link_peer_down closed out: the sender frees it, quietly */
     pthread_t sender;
     int started;       /* the sender thread runs */
@@ -53,11 +54,10 @@ struct eng_peer {
     eng_ctl *ctl_head, *ctl_tail;
     eng_send *sends; /* round robin */
     int64_t last_sent_ms;
-    nng_stream *in;       /* the current incoming link */
+    wsock *in;            /* the current incoming link */
     uint64_t incarnation; /* from its HELLO; 0 before */
     int failing;          /* the sender is failing its queue */
     int writing;          /* a thread writes on out (the sender, or link_flush): only it may */
-    nng_aio *wr_aio;      /* link_flush's */
 };
 
 /* Receive state of one pair s -> local d. */
@@ -161,7 +161,7 @@ struct engine {
     int stopping;
     rpc_client *coord;
     int registered;
-    nng_stream_listener *listener;
+    wsock_listener *listener;
     pthread_t acceptor;
     char data_url[300];
     /* incoming links: one thread each */

@@ -1,9 +1,8 @@
 /*
- * link.c - the peer links: for each peer worker one outgoing nng_stream
- * (ours, written only by that peer's sender thread) and one incoming stream
- * (theirs, read only by its receiver thread). Exactly one send and one
- * receive are in flight per stream (see NNG-NOTES.md), resumed after
- * partial transfers.
+ * link.c - the peer links: for each peer worker one outgoing stream (ours,
+ * written by one thread at a time: its sender thread, or a handler in
+ * link_flush) and one incoming stream (theirs, read only by its receiver
+ * thread). Streams are worker/sock.h's: blocking TCP sockets for tcp://.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,42 +18,10 @@
 typedef struct eng_in {
     struct eng_in *next;
     engine *e;
-    nng_stream *s;
+    wsock *s;
     pthread_t thread;
     int done; /* the thread no longer uses s; set under e->mtx */
 } eng_in;
-
-/* stream_io sends or receives all of iov[0..n) on s, waiting at most timeout_ms per step. */
-static int
-stream_io(nng_stream *s, nng_aio *aio, nng_iov *iov, unsigned n, int recv, int timeout_ms)
-{
-    while (n > 0) {
-        size_t got;
-        int rv;
-        nng_aio_set_iov(aio, n, iov);
-        nng_aio_set_timeout(aio, timeout_ms > 0 ? timeout_ms : NNG_DURATION_INFINITE);
-        if (recv)
-            nng_stream_recv(s, aio);
-        else
-            nng_stream_send(s, aio);
-        nng_aio_wait(aio);
-        if ((rv = nng_aio_result(aio)) != 0)
-            return rv;
-        got = nng_aio_count(aio);
-        if (got == 0)
-            return NNG_ECLOSED;
-        while (n > 0 && got >= iov[0].iov_len) { /* advance past what went */
-            got -= iov[0].iov_len;
-            iov++;
-            n--;
-        }
-        if (n > 0) {
-            iov[0].iov_buf = (uint8_t *)iov[0].iov_buf + got;
-            iov[0].iov_len -= got;
-        }
-    }
-    return 0;
-}
 
 /* encode_frame writes prefix and header of f into sb (prefix first). */
 static int
@@ -181,13 +148,12 @@ link_peer_down(engine *e, eng_peer *p, const char *why)
      * network heals are lost until a retransmission meets the peer's RST,
      * seconds later. Start a new link with the next frame instead. */
     if (p->out != NULL && !p->out_reset) {
-        nng_stream_close(p->out); /* the sender's pending send fails, it frees p->out */
+        wsock_close(p->out); /* the writer's pending send fails, it frees p->out */
         p->out_reset = 1;
     }
 }
 
 typedef struct {
-    nng_aio *aio;
     uint8_t *hdr; /* grows up to FRAME_HEADER_MAX */
     size_t hcap;
     uint8_t *payload; /* grows up to FRAME_PAYLOAD_MAX */
@@ -197,7 +163,7 @@ typedef struct {
 /* read_frame reads one whole frame into f (and x->payload); 0, or -1 with why. */
 /* read_payload reads len payload bytes into dst, or into x->payload when dst is NULL. */
 static int
-read_payload(nng_stream *s, eng_receiver *x, uint8_t *dst, uint64_t len, int timeout_ms, char *why,
+read_payload(wsock *s, eng_receiver *x, uint8_t *dst, uint64_t len, int timeout_ms, char *why,
              size_t whylen)
 {
     nng_iov iov;
@@ -213,7 +179,7 @@ read_payload(nng_stream *s, eng_receiver *x, uint8_t *dst, uint64_t len, int tim
         x->cap = len;
     }
     iov = (nng_iov){dst != NULL ? dst : x->payload, len};
-    if (len > 0 && (rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
+    if (len > 0 && (rv = wsock_io(s, &iov, 1, 1, timeout_ms)) != 0) {
         snprintf(why, whylen, "%s", nng_strerror(rv));
         return -1;
     }
@@ -225,7 +191,7 @@ read_payload(nng_stream *s, eng_receiver *x, uint8_t *dst, uint64_t len, int tim
  * *plen bytes) is still on the stream. 0, or -1 with why.
  */
 static int
-read_head(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
+read_head(wsock *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
           size_t whylen)
 {
     uint8_t prefix[FRAME_PREFIX_LEN];
@@ -233,7 +199,7 @@ read_head(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_
     nng_iov iov = {prefix, sizeof(prefix)};
     int rv;
 
-    if ((rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
+    if ((rv = wsock_io(s, &iov, 1, 1, timeout_ms)) != 0) {
         snprintf(why, whylen, "%s",
                  rv == NNG_ETIMEDOUT ? "silent for too long (no heartbeat)" : nng_strerror(rv));
         return -1;
@@ -250,7 +216,7 @@ read_head(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_
         x->hcap = hlen;
     }
     iov = (nng_iov){x->hdr, hlen};
-    if ((rv = stream_io(s, x->aio, &iov, 1, 1, timeout_ms)) != 0) {
+    if ((rv = wsock_io(s, &iov, 1, 1, timeout_ms)) != 0) {
         snprintf(why, whylen, "%s", nng_strerror(rv));
         return -1;
     }
@@ -259,7 +225,7 @@ read_head(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_
 
 /* read_frame reads one whole frame into f (and x->payload); 0, or -1 with why. */
 static int
-read_frame(nng_stream *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
+read_frame(wsock *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
            size_t whylen)
 {
     if (read_head(s, x, f, plen, timeout_ms, why, whylen) != 0)
@@ -287,23 +253,23 @@ link_proof(const engine *e, const uint8_t nonce[AUTH_NONCE_LEN], const char *wor
 /* ---- the sender thread of one peer ---- */
 
 typedef struct {
-    nng_aio *aio;
-    nng_stream_dialer *dialer;
     uint8_t *buf; /* ENGINE_CHUNK of staging */
 } eng_sender;
 
 static int
-send_bytes(nng_stream *s, eng_sender *x, const void *b1, size_t n1, const void *b2, size_t n2)
+send_bytes(wsock *s, eng_sender *x, const void *b1, size_t n1, const void *b2, size_t n2)
 {
     nng_iov iov[2] = {{(void *)b1, n1}, {(void *)b2, n2}};
-    return stream_io(s, x->aio, iov, n2 > 0 ? 2 : 1, 0, ENGINE_LINK_DEAD_MS);
+    (void)x;
+    return wsock_io(s, iov, n2 > 0 ? 2 : 1, 0, ENGINE_LINK_DEAD_MS);
 }
 
 /* answer_challenge reads the listener's CHALLENGE on s and puts the proof into hello. */
 static int
-answer_challenge(engine *e, eng_peer *p, nng_stream *s, eng_sender *x, frame *hello)
+answer_challenge(engine *e, eng_peer *p, wsock *s, eng_sender *x, frame *hello)
 {
-    eng_receiver rx = {.aio = x->aio};
+    eng_receiver rx = {0};
+    (void)x;
     frame ch;
     uint64_t plen;
     char why[256];
@@ -334,21 +300,12 @@ sender_dial(engine *e, eng_peer *p, eng_sender *x)
 {
     msgpack_sbuffer sb;
     frame f = {.type = FRAME_HELLO, .incarnation = e->incarnation};
-    nng_stream *s = NULL;
+    wsock *s = NULL;
     int rv;
 
     pthread_mutex_unlock(&e->mtx);
-    if (x->dialer == NULL && (rv = nng_stream_dialer_alloc(&x->dialer, p->w->data_url)) != 0)
+    if ((rv = wsock_dial(p->w->data_url, e->sec->tls_client, ENGINE_DIAL_MS, &s)) != 0)
         goto out;
-    if (e->sec->tls_client != NULL && strncmp(p->w->data_url, "tls+", 4) == 0 &&
-        (rv = nng_stream_dialer_set_ptr(x->dialer, NNG_OPT_TLS_CONFIG, e->sec->tls_client)) != 0)
-        goto out;
-    nng_aio_set_timeout(x->aio, ENGINE_DIAL_MS);
-    nng_stream_dialer_dial(x->dialer, x->aio);
-    nng_aio_wait(x->aio);
-    if ((rv = nng_aio_result(x->aio)) != 0)
-        goto out;
-    s = nng_aio_get_output(x->aio, 0);
     snprintf(f.worker, sizeof(f.worker), "%s", e->self->name);
     if (e->sec->has_key && (rv = answer_challenge(e, p, s, x, &f)) != 0)
         goto out;
@@ -359,8 +316,7 @@ sender_dial(engine *e, eng_peer *p, eng_sender *x)
 out:
     pthread_mutex_lock(&e->mtx);
     if (rv != 0) {
-        if (s != NULL)
-            nng_stream_free(s);
+        wsock_free(s);
         if (!e->stopping) {
             char why[300];
             snprintf(why, sizeof(why), "cannot connect: %s", nng_strerror(rv));
@@ -379,7 +335,7 @@ static void
 sender_broken(engine *e, eng_peer *p, int rv)
 {
     char why[300];
-    nng_stream_free(p->out);
+    wsock_free(p->out);
     p->out = NULL;
     if (p->out_reset) { /* closed by link_peer_down, which told everyone */
         p->out_reset = 0;
@@ -406,7 +362,7 @@ link_flush(engine *e)
         nng_iov iov;
         int rv;
 
-        if (head == NULL || p->out == NULL || p->out_reset || p->writing || p->wr_aio == NULL)
+        if (head == NULL || p->out == NULL || p->out_reset || p->writing)
             continue;
         for (eng_ctl *c = head; c != NULL; c = c->next)
             len += c->len;
@@ -423,7 +379,7 @@ link_flush(engine *e)
             free(c);
         }
         iov = (nng_iov){buf, len};
-        rv = stream_io(p->out, p->wr_aio, &iov, 1, 0, ENGINE_LINK_DEAD_MS);
+        rv = wsock_io(p->out, &iov, 1, 0, ENGINE_LINK_DEAD_MS);
         free(buf);
         pthread_mutex_lock(&e->mtx);
         p->writing = 0;
@@ -514,7 +470,7 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
         return;
     }
     if (p->out != NULL && p->out_reset) { /* closed by link_peer_down while we were idle */
-        nng_stream_free(p->out);
+        wsock_free(p->out);
         p->out = NULL;
         p->out_reset = 0;
     }
@@ -564,7 +520,7 @@ sender_thread(void *arg)
     engine *e = p->e;
     eng_sender x = {0};
 
-    if (nng_aio_alloc(&x.aio, NULL, NULL) != 0 || (x.buf = malloc(ENGINE_CHUNK)) == NULL) {
+    if ((x.buf = malloc(ENGINE_CHUNK)) == NULL) {
         log_error("sender for %s: out of memory", p->w->name);
         return NULL;
     }
@@ -573,12 +529,9 @@ sender_thread(void *arg)
         sender_step(e, p, &x);
     while (p->writing) /* a link_flush still writing */
         pthread_cond_wait(&p->cv, &e->mtx);
-    if (p->out != NULL)
-        nng_stream_free(p->out);
+    wsock_free(p->out);
     p->out = NULL;
     pthread_mutex_unlock(&e->mtx);
-    nng_stream_dialer_free(x.dialer);
-    nng_aio_free(x.aio);
     free(x.buf);
     return NULL;
 }
@@ -587,7 +540,7 @@ sender_thread(void *arg)
 
 /* send_challenge sends a CHALLENGE with a fresh nonce (kept in ch) on an incoming link. */
 static int
-send_challenge(nng_stream *s, eng_receiver *x, frame *ch)
+send_challenge(wsock *s, eng_receiver *x, frame *ch)
 {
     msgpack_sbuffer sb;
     nng_iov iov;
@@ -598,7 +551,8 @@ send_challenge(nng_stream *s, eng_receiver *x, frame *ch)
     rv = encode_frame(&sb, ch, 0);
     iov = (nng_iov){sb.data, sb.size};
     if (rv == 0)
-        rv = stream_io(s, x->aio, &iov, 1, 0, 5000);
+        rv = wsock_io(s, &iov, 1, 0, 5000);
+    (void)x;
     msgpack_sbuffer_destroy(&sb);
     return rv;
 }
@@ -642,7 +596,7 @@ receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
         snprintf(why, whylen, "HELLO from unknown worker \"%s\"", f.worker);
     } else {
         if (p->in != NULL && p->in != in->s)
-            nng_stream_close(p->in); /* an older link: its thread ends */
+            wsock_close(p->in); /* an older link: its thread ends */
         p->in = in->s;
         if (p->incarnation != 0 && p->incarnation != f.incarnation)
             link_peer_down(e, p, "it restarted");
@@ -659,7 +613,7 @@ receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
  * process_vm_writev. e->mtx held on entry and exit. 0, or -1 (link lost).
  */
 static int
-receive_data(engine *e, nng_stream *s, eng_peer *p, eng_receiver *x, const frame *f, uint64_t plen,
+receive_data(engine *e, wsock *s, eng_peer *p, eng_receiver *x, const frame *f, uint64_t plen,
              char *why, size_t whylen)
 {
     uint64_t addr = 0;
@@ -726,8 +680,7 @@ receiver_thread(void *arg)
     eng_peer *p = NULL;
     char why[300] = "out of memory";
 
-    if (nng_aio_alloc(&x.aio, NULL, NULL) == 0 &&
-        (p = receiver_hello(e, in, &x, why, sizeof(why))) != NULL)
+    if ((p = receiver_hello(e, in, &x, why, sizeof(why))) != NULL)
         receiver_loop(e, in, p, &x, why, sizeof(why));
     pthread_mutex_lock(&e->mtx);
     if (p != NULL && p->in == in->s) {
@@ -739,8 +692,7 @@ receiver_thread(void *arg)
     }
     in->done = 1;
     pthread_mutex_unlock(&e->mtx);
-    nng_stream_free(in->s);
-    nng_aio_free(x.aio);
+    wsock_free(in->s);
     free(x.hdr);
     free(x.payload);
     return NULL;
@@ -766,29 +718,32 @@ static void *
 acceptor_thread(void *arg)
 {
     engine *e = arg;
-    nng_aio *aio;
 
-    if (nng_aio_alloc(&aio, NULL, NULL) != 0)
-        return NULL;
     for (;;) {
         eng_in *in;
-        nng_stream_listener_accept(e->listener, aio);
-        nng_aio_wait(aio);
-        if (nng_aio_result(aio) == NNG_ECLOSED || nng_aio_result(aio) == NNG_ECANCELED)
+        wsock *s;
+        int rv = wsock_accept(e->listener, &s);
+        if (rv == NNG_ECLOSED)
             break;
-        if (nng_aio_result(aio) != 0)
+        if (rv != 0) { /* e.g. out of descriptors: do not spin */
+            struct timespec ts = {0, 50 * 1000000};
+            log_warn("cannot accept a peer link: %s", nng_strerror(rv));
+            nanosleep(&ts, NULL);
             continue;
+        }
         pthread_mutex_lock(&e->mtx);
         reap_ins(e);
         if (e->stopping || (in = calloc(1, sizeof(*in))) == NULL) {
-            nng_stream_free(nng_aio_get_output(aio, 0));
+            wsock_free(s);
             pthread_mutex_unlock(&e->mtx);
+            if (e->stopping)
+                break;
             continue;
         }
         in->e = e;
-        in->s = nng_aio_get_output(aio, 0);
+        in->s = s;
         if (pthread_create(&in->thread, NULL, receiver_thread, in) != 0) {
-            nng_stream_free(in->s);
+            wsock_free(in->s);
             free(in);
         } else {
             in->next = e->ins;
@@ -796,7 +751,6 @@ acceptor_thread(void *arg)
         }
         pthread_mutex_unlock(&e->mtx);
     }
-    nng_aio_free(aio);
     return NULL;
 }
 
@@ -806,31 +760,24 @@ link_start(engine *e, char *err, size_t errlen)
     const char *url = e->self->data_url, *colon = strrchr(url, ':');
     int rv, port = 0;
 
-    if ((rv = nng_stream_listener_alloc(&e->listener, url)) != 0 ||
-        (e->sec->tls_server != NULL && strncmp(url, "tls+", 4) == 0 &&
-         (rv = nng_stream_listener_set_ptr(e->listener, NNG_OPT_TLS_CONFIG, e->sec->tls_server)) !=
-             0) ||
-        (rv = nng_stream_listener_listen(e->listener)) != 0) {
+    if ((rv = wsock_listen(url, e->sec->tls_server, &e->listener, &port)) != 0) {
         snprintf(err, errlen, "cannot listen for peer links on %s: %s", url, nng_strerror(rv));
-        nng_stream_listener_free(e->listener);
         e->listener = NULL;
         return -1;
     }
     snprintf(e->data_url, sizeof(e->data_url), "%s", url);
-    if (nng_stream_listener_get_int(e->listener, NNG_OPT_TCP_BOUND_PORT, &port) == 0 &&
-        colon != NULL)
+    if (port > 0 && colon != NULL)
         snprintf(e->data_url, sizeof(e->data_url), "%.*s:%d", (int)(colon - url), url, port);
     if (pthread_create(&e->acceptor, NULL, acceptor_thread, e) != 0) {
         snprintf(err, errlen, "cannot start threads");
-        nng_stream_listener_free(e->listener);
+        wsock_listener_free(e->listener);
         e->listener = NULL; /* link_stop has nothing to stop */
         return -1;
     }
     for (size_t i = 0; i < e->npeers; i++) {
         if (&e->cfg->workers[i] == e->self)
             continue;
-        if (nng_aio_alloc(&e->peers[i].wr_aio, NULL, NULL) != 0 ||
-            pthread_create(&e->peers[i].sender, NULL, sender_thread, &e->peers[i]) != 0) {
+        if (pthread_create(&e->peers[i].sender, NULL, sender_thread, &e->peers[i]) != 0) {
             snprintf(err, errlen, "cannot start threads");
             return -1;
         }
@@ -849,24 +796,20 @@ link_stop(engine *e)
     for (size_t i = 0; i < e->npeers; i++) {
         pthread_cond_broadcast(&e->peers[i].cv);
         if (e->peers[i].out != NULL)
-            nng_stream_close(e->peers[i].out);
+            wsock_close(e->peers[i].out);
     }
     for (eng_in *in = e->ins; in != NULL; in = in->next)
         if (!in->done)
-            nng_stream_close(in->s);
+            wsock_close(in->s);
     pthread_mutex_unlock(&e->mtx);
-    nng_stream_listener_close(e->listener);
+    wsock_listener_close(e->listener);
     pthread_join(e->acceptor, NULL);
     for (size_t i = 0; i < e->npeers; i++)
         if (e->peers[i].started)
             pthread_join(e->peers[i].sender, NULL);
     pthread_mutex_lock(&e->mtx);
-    for (size_t i = 0; i < e->npeers; i++) {
+    for (size_t i = 0; i < e->npeers; i++)
         drop_queue(&e->peers[i]);
-        if (e->peers[i].wr_aio != NULL)
-            nng_aio_free(e->peers[i].wr_aio);
-        e->peers[i].wr_aio = NULL;
-    }
     while (e->ins != NULL) {
         eng_in *in = e->ins;
         e->ins = in->next;
@@ -876,6 +819,6 @@ link_stop(engine *e)
         free(in);
     }
     pthread_mutex_unlock(&e->mtx);
-    nng_stream_listener_free(e->listener);
+    wsock_listener_free(e->listener);
     e->listener = NULL;
 }

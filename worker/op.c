@@ -250,8 +250,8 @@ op_send_eager(engine *e, eng_op *op, int64_t s, int64_t d)
     eng_tx *tx = &op->tx[PAIR(op, g->lidx[s], d)];
     int64_t count = c->a->counts[d];
     uint64_t len = (uint64_t)count * c->esize;
-    frame f = {.type = FRAME_SLICE, .src = s, .dst = d, .dtype = (int32_t)c->a->dtype,
-               .count = count};
+    frame f = {
+        .type = FRAME_SLICE, .src = s, .dst = d, .dtype = (int32_t)c->a->dtype, .count = count};
 
     if (tx->started || op->status != A2A_OK)
         return;
@@ -384,9 +384,9 @@ on_slice(engine *e, eng_peer *p, eng_group *g, eng_op *op, frame *f)
     }
     if (f->payload != NULL) {
         if (f->payload_len != (uint64_t)f->count * c->esize) {
-            op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1,
-                    "rank %lld sends %s, rank %lld receives %s", (long long)f->src,
-                    dtype_name((a2a_dtype)f->dtype), (long long)f->dst, esize_name(c));
+            op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1, "rank %lld sends %s, rank %lld receives %s",
+                    (long long)f->src, dtype_name((a2a_dtype)f->dtype), (long long)f->dst,
+                    esize_name(c));
             return;
         }
         land_eager(e, op, c, f->src, f->payload, f->count);

@@ -1,0 +1,44 @@
+/*
+ * sock.h - the byte streams of the peer links. A tcp:// link is a plain TCP
+ * socket driven with blocking calls from the thread that uses it: the kernel
+ * wakes that thread directly, with no I/O thread in between (NNG's aio path
+ * costs two thread hand-offs per partial transfer, see NNG-NOTES.md). Other
+ * schemes (tls+tcp://, ipc://) go through nng_stream.
+ *
+ * Errors are NNG error numbers (NNG_ETIMEDOUT, NNG_ECLOSED, ...; a system
+ * error e as NNG_ESYSERR | e), so nng_strerror names them.
+ */
+#ifndef A2A_WORKER_SOCK_H
+#define A2A_WORKER_SOCK_H
+
+#include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
+
+typedef struct wsock wsock;
+typedef struct wsock_listener wsock_listener;
+
+/* wsock_dial connects to url within timeout_ms (tls: for tls+tcp://, may be NULL). */
+int wsock_dial(const char *url, nng_tls_config *tls, int timeout_ms, wsock **out);
+
+/* wsock_listen listens on url; *port is the bound TCP port (0 when not TCP). */
+int wsock_listen(const char *url, nng_tls_config *tls, wsock_listener **out, int *port);
+
+/* wsock_accept waits for the next link; NNG_ECLOSED once the listener is closed. */
+int wsock_accept(wsock_listener *l, wsock **out);
+
+/* wsock_listener_close makes a waiting wsock_accept return; wsock_listener_free frees. */
+void wsock_listener_close(wsock_listener *l);
+void wsock_listener_free(wsock_listener *l);
+
+/*
+ * wsock_io sends or receives all of iov[0..n) (n <= 4), waiting at most
+ * timeout_ms (<= 0: no limit) for each step; iov is used up. 0, or an error.
+ * One thread may send and one receive at a time.
+ */
+int wsock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms);
+
+/* wsock_close makes pending and later I/O on s fail (from any thread); wsock_free frees it. */
+void wsock_close(wsock *s);
+void wsock_free(wsock *s);
+
+#endif
