@@ -134,8 +134,9 @@ chan_main(void *arg)
         }
     }
     shmchan_close(c->mem); /* a request that came meanwhile was not started: the job retries */
-    munmap(c->mem, c->len);
     pthread_mutex_lock(&cs->mtx);
+    munmap(c->mem, c->len); /* under mtx: chan_set_stop wakes only mapped channels */
+    c->mem = NULL;
     for (chan **pp = &cs->live; *pp != NULL; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
