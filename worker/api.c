@@ -1,4 +1,4 @@
-/* api.c - the worker API: Hello, group management and AllToAllV. */
+/* api.c - the worker API: Hello, group management, AllToAllV and OpenChannel (chan.c). */
 #include "api.h"
 
 #include <stdio.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/shmchan.h"
 #include "common/wire.h"
 #include "shm.h"
 #include "xfer.h"
@@ -25,7 +26,7 @@ check_job(engine *e, rpc_ctx *ctx, const wire_job_id *j)
 static a2a_status
 m_hello(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
-    engine *e = arg;
+    engine *e = ((api_env *)arg)->e;
     wire_job_id j;
     wire_hello_reply h = {.pid = getpid()};
     a2a_status st;
@@ -60,7 +61,7 @@ forward(engine *e, rpc_ctx *ctx, const char *method, const msgpack_sbuffer *req)
 static a2a_status
 m_group(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len, const char *method)
 {
-    engine *e = arg;
+    engine *e = ((api_env *)arg)->e;
     wire_job_group g;
     msgpack_sbuffer sb;
     a2a_status st;
@@ -105,7 +106,7 @@ m_destroy(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 static a2a_status
 m_alltoallv(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
-    engine *e = arg;
+    engine *e = ((api_env *)arg)->e;
     wire_a2av a;
     a2a_status st;
 
@@ -121,7 +122,7 @@ m_alltoallv(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 static a2a_status
 m_health(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
-    engine *e = arg;
+    engine *e = ((api_env *)arg)->e;
     wire_health h = {.service = "worker"};
 
     if (wire_empty_decode(body, len, ctx->message, sizeof(ctx->message)) != 0)
@@ -138,7 +139,7 @@ m_health(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 static a2a_status
 m_buffer(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
-    engine *e = arg;
+    engine *e = ((api_env *)arg)->e;
     wire_buffer b;
     a2a_status st;
 
@@ -157,10 +158,31 @@ m_buffer(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
     return st;
 }
 
+/* m_open_channel maps a job's channel (OpenChannel: a wire_buffer body) and answers our pid. */
+static a2a_status
+m_open_channel(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    api_env *env = arg;
+    wire_buffer b;
+    a2a_status st;
+
+    if (wire_buffer_decode(&b, body, len, ctx->message, sizeof(ctx->message)) != 0)
+        return A2A_ERR_INVALID_ARGUMENT;
+    if ((st = check_job(env->e, ctx, &b.job)) != A2A_OK)
+        return st;
+    if (!xfer_probe((pid_t)b.job.pid, b.job.probe_addr, b.job.nonce))
+        return rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED, "cannot reach the memory of process %lld",
+                        (long long)b.job.pid);
+    st = chan_open(env->chans, &b.job, b.fd, b.addr, b.len, ctx->message, sizeof(ctx->message));
+    if (st == A2A_OK && shmchan_open_reply_encode(ctx->body, (int64_t)getpid()) != 0)
+        return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    return st;
+}
+
 static const rpc_method api_table[] = {
     {"MapBuffer", m_buffer},    {"UnmapBuffer", m_buffer}, {"Hello", m_hello},
     {"GetGroup", m_get},        {"CreateGroup", m_create}, {"DestroyGroup", m_destroy},
-    {"AllToAllV", m_alltoallv}, {"Health", m_health},
+    {"AllToAllV", m_alltoallv}, {"Health", m_health},      {"OpenChannel", m_open_channel},
 };
 
 const rpc_method *

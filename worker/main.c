@@ -33,6 +33,8 @@ serve(const cfg_cluster *cfg, const char *name)
     const rpc_method *methods;
     rpc_server *srv = NULL;
     engine *e = NULL;
+    chan_set *chans = NULL;
+    api_env env;
     secure sec;
     size_t nmethods;
     char err[1024];
@@ -52,10 +54,19 @@ serve(const cfg_cluster *cfg, const char *name)
         secure_fini(&sec);
         return 1;
     }
+    if (chan_set_alloc(&chans, e) != A2A_OK) {
+        fprintf(stderr, "a2a-worker: out of memory\n");
+        engine_free(e);
+        secure_fini(&sec);
+        return 1;
+    }
+    env.e = e;
+    env.chans = chans;
     methods = api_methods(&nmethods);
-    if (rpc_server_alloc(&srv, w->url, methods, nmethods, e, API_THREADS, &sec.server, err,
+    if (rpc_server_alloc(&srv, w->url, methods, nmethods, &env, API_THREADS, &sec.server, err,
                          sizeof(err)) != A2A_OK) {
         fprintf(stderr, "a2a-worker: %s\n", err);
+        chan_set_free(chans);
         engine_free(e);
         secure_fini(&sec);
         return 1;
@@ -70,7 +81,9 @@ serve(const cfg_cluster *cfg, const char *name)
     sigwait(&set, &sig);
     log_info("stopping on signal %d", sig);
     engine_stop(e);       /* calls in progress fail with UNAVAILABLE */
+    chan_set_stop(chans); /* channel threads close their channels and end */
     rpc_server_free(srv); /* waits for the handlers */
+    chan_set_free(chans);
     engine_free(e);
     secure_fini(&sec);
     return 0;

@@ -17,6 +17,22 @@ function(a2a_exchange_test mode shape)
     FAIL_REGULAR_EXPRESSION "FAILED")
 endfunction()
 
+# a2a_exchange_rpc_test(MODE SHAPE [ARGS...]): integration.exchange.MODE.SHAPE.rpc, the same
+# over the AllToAllV RPC (A2A_CHANNEL=0); it fails if a worker opens a job channel anyway
+# (its debug log, shown by A2A_LAUNCH_VERBOSE).
+function(a2a_exchange_rpc_test mode shape)
+  string(REPLACE "x" ";" wr ${shape})
+  list(GET wr 0 workers)
+  list(GET wr 1 rpw)
+  set(name integration.exchange.${mode}.${shape}.rpc)
+  add_test(NAME ${name}
+    COMMAND $<TARGET_FILE:a2a-launch> --workers ${workers} --ranks-per-worker ${rpw} --
+            $<TARGET_FILE:exchange_check> ${mode} ${ARGN})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS integration
+    ENVIRONMENT "A2A_CHANNEL=0;A2A_LOG_LEVEL=debug;A2A_LAUNCH_VERBOSE=1"
+    FAIL_REGULAR_EXPRESSION "FAILED;channel of process [0-9]+ \\(rank [0-9]+\\) opened")
+endfunction()
+
 foreach(shape 1x1 1x4 2x2 4x1 3x2)
   a2a_exchange_test(random ${shape} 1234 6)
 endforeach()
@@ -42,6 +58,12 @@ a2a_mismatch_test(eager-large 100 100000)
 a2a_mismatch_test(large-eager 100000 100)
 a2a_mismatch_test(large 100001 100002)
 a2a_exchange_test(threads 2x2)
+# a job that exits without a2a_job_close: the worker's channel threads end
+a2a_exchange_test(orphan 1x1)
+a2a_exchange_rpc_test(random 2x2 1234 6)
+a2a_exchange_rpc_test(mismatch 2x2)
+a2a_exchange_rpc_test(invalid 2x2)
+a2a_exchange_rpc_test(threads 2x2)
 a2a_exchange_test(deadline 2x2)
 a2a_exchange_test(deadline 3x1)
 a2a_exchange_test(big 2x2)

@@ -13,6 +13,9 @@
  *   deadline           the last rank comes 2.5 s late
  *   big                ~48 MiB per rank, uneven
  *   loop SECONDS       verified operations until SECONDS pass, surviving errors
+ *   orphan             (1x1) a second job of rank 0 calls from two threads and
+ *                      exits without a2a_job_close: the worker's threads for
+ *                      its channels must end within 5 s (/proc/PID/task)
  *
  * Every element received is checked against what its sender wrote, and every
  * byte of the receive buffer outside the receive slices against a guard.
@@ -20,13 +23,17 @@
  * are tested like the integers. Each rank prints "rank R: MODE ok" and exits 0
  * on success, or prints why and exits 1.
  */
+#include <dirent.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "a2a.h"
 
@@ -845,6 +852,123 @@ threads_mode(a2a_job *job, int64_t N)
     return ta[0].bad || ta[1].bad;
 }
 
+/* ---- orphan: a job that exits without closing ---- */
+
+/* worker_pid finds the a2a-worker that a2a-launch (our parent) started; -1 if not exactly one. */
+static pid_t
+worker_pid(void)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    pid_t found = -1;
+    int n = 0;
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        char path[300], comm[64];
+        int ppid = 0;
+        FILE *f;
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        if (fscanf(f, "%*d (%63[^)]) %*c %d", comm, &ppid) == 2 && ppid == (int)getppid() &&
+            strcmp(comm, "a2a-worker") == 0) {
+            found = (pid_t)atoi(de->d_name);
+            n++;
+        }
+        fclose(f);
+    }
+    if (d != NULL)
+        closedir(d);
+    return n == 1 ? found : -1;
+}
+
+static int
+thread_count(pid_t pid)
+{
+    char path[64];
+    DIR *d;
+    struct dirent *de;
+    int n = 0;
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    if ((d = opendir(path)) == NULL)
+        return -1;
+    while ((de = readdir(d)) != NULL)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* orphan_child: the second job's part; says "calls done", waits for EOF on stdin, exits. */
+static _Noreturn void
+orphan_child(a2a_job *job)
+{
+    grp w;
+    pthread_t th[2];
+    char c;
+    if (grp_load(job, NULL, &w) != 0)
+        _exit(1);
+    thread_arg ta[2] = {{job, &w, 11, 0}, {job, &w, 12, 0}};
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, thread_main, &ta[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    printf("calls %s\n", ta[0].bad || ta[1].bad ? "failed" : "done");
+    fflush(stdout);
+    while (read(0, &c, 1) > 0)
+        ;
+    _exit(0); /* no a2a_job_close: the channels are left to the worker */
+}
+
+static int
+orphan_mode(a2a_job *job, int64_t N, const char *self)
+{
+    pid_t w = worker_pid(), child;
+    int base, during, after = -1, in[2], out[2], st = 0;
+    char line[64] = "";
+    struct pollfd pfd;
+    int64_t t0;
+    FILE *f;
+
+    if (N != 1 || w < 0) {
+        say("needs a 1x1 cluster under a2a-launch (worker pid %d)", (int)w);
+        return 1;
+    }
+    base = thread_count(w);
+    if (pipe(in) != 0 || pipe(out) != 0)
+        return 1;
+    if ((child = fork()) == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[1]);
+        close(out[0]);
+        execl("/proc/self/exe", self, "orphan-child", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    pfd = (struct pollfd){.fd = out[0], .events = POLLIN};
+    f = fdopen(out[0], "r");
+    if (poll(&pfd, 1, 60000) != 1 || fgets(line, sizeof(line), f) == NULL ||
+        strcmp(line, "calls done\n") != 0) {
+        say("the second job did not finish its calls: \"%s\"", line);
+        return 1;
+    }
+    during = thread_count(w);
+    close(in[1]); /* the child exits */
+    waitpid(child, &st, 0);
+    fclose(f);
+    t0 = now_ms();
+    while (now_ms() - t0 < 5000 && (after = thread_count(w)) > base)
+        sleep_ms(50);
+    say("worker threads: %d before, %d with the second job's channels, %d %" PRId64
+        " ms after it exited",
+        base, during, after, now_ms() - t0);
+    if (during <= base || after != base)
+        return 1;
+    return random_mode(job, N, 99, 1); /* and the worker still serves */
+}
+
 /* ---- deadline ---- */
 
 static int
@@ -1110,6 +1234,10 @@ main(int argc, char **argv)
         bad = big_mode(job, N);
     else if (strcmp(mode, "huge") == 0)
         bad = huge_mode(job, N);
+    else if (strcmp(mode, "orphan") == 0)
+        bad = orphan_mode(job, N, argv[0]);
+    else if (strcmp(mode, "orphan-child") == 0)
+        orphan_child(job);
     else if (strcmp(mode, "loop") == 0 && argc == 3)
         bad = loop_mode(job, N, atoll(argv[2]));
     else {

@@ -8,7 +8,7 @@
 # A coordinator and two workers (w0: world ranks 0 1, w1: ranks 2 3) on
 # loopback ports from a generated YAML; four ranks of "exchange_check loop".
 # While they run, w1 is killed: the ranks of w0 must report UNAVAILABLE naming
-# w1 within seconds; w1 is restarted with the same command, and every rank must
+# w1 within seconds, the ranks of w1 within 2 s (first error, not a deadline); w1 is restarted with the same command, and every rank must
 # end with verified operations, without being restarted. Then random bytes go
 # to each API and data port, and a verified exchange must still work.
 set -u
@@ -164,6 +164,21 @@ done
 ((i < 100)) || fail "the ranks of w0 did not report w1 UNAVAILABLE within 10 s of the kill"
 echo "ranks 0 and 1 reported w1 unavailable after $((i * 100)) ms:"
 grep -h -m1 "UNAVAILABLE" "$dir/loop0.log" "$dir/loop1.log"
+# ranks 2 and 3 wait on w1 itself (through their job channels): the call in
+# flight fails at once with UNAVAILABLE naming w1, not at its deadline
+for ((j = i; j < 20; j++)); do # 2 s after the kill
+    if grep -q "UNAVAILABLE.*w1" "$dir/loop2.log" && grep -q "UNAVAILABLE.*w1" "$dir/loop3.log"; then
+        break
+    fi
+    sleep 0.1
+done
+((j < 20)) || fail "the ranks of w1 did not report w1 UNAVAILABLE within 2 s of the kill"
+for r in 2 3; do
+    first=$(grep -m1 "operation .*: [A-Z_]*:" "$dir/loop$r.log")
+    [[ $first == *"UNAVAILABLE"*w1* ]] || fail "rank $r's first error is not UNAVAILABLE naming w1: $first"
+done
+echo "ranks 2 and 3 reported w1 unavailable after $((j * 100)) ms:"
+grep -h -m1 "UNAVAILABLE" "$dir/loop2.log" "$dir/loop3.log"
 sleep 2 # ranks 2 and 3 call a worker that is gone
 mv "$dir/w1.log" "$dir/w1-killed.log"
 start_worker w1

@@ -1,0 +1,291 @@
+/*
+ * chan.c - job channels, the worker's side: a2a_all_to_all_v without an RPC.
+ *
+ * A job opens a channel with the OpenChannel RPC (api.c): a memfd of
+ * SHMCHAN_SIZE bytes, sealed against shrinking, that this worker maps from
+ * /proc/PID/fd/FD. Its layout (common/shmchan.h):
+ *
+ *   0                   u32 state (futex word: IDLE 0, REQUEST 1, REPLY 2,
+ *                       CLOSED 3), u32 version, u64 magic "A2ACHAN1", u64 size
+ *                       request: u64 seq, char group[128] (NUL-terminated),
+ *                       i64 dtype, i64 timeout_ms, u64 send_addr,
+ *                       i64 send_len, u64 recv_addr, i64 recv_len, i64 n
+ *                       reply: u64 reply_seq, i32 status, u32 0,
+ *                       char message[1024]
+ *   SHMCHAN_COUNTS_OFF  i64 counts[4n]: send_counts, send_displs,
+ *                       recv_counts, recv_displs (n <= 1024)
+ *
+ * One thread per channel sleeps on the state word (FUTEX_WAIT, shared, at
+ * most CHAN_POLL_MS at a time, then checks that the job still exists and
+ * that the worker is not stopping). On REQUEST it copies the request into
+ * private memory, checks it (a bad one gets INVALID_ARGUMENT and the channel
+ * stays usable), runs engine_alltoallv exactly as the AllToAllV method does
+ * with the job id of OpenChannel, writes status and message, moves REQUEST
+ * -> REPLY and wakes the job. When the job has gone, closed the channel, or
+ * the worker stops, the thread sets CLOSED, unmaps and ends.
+ */
+#include "chan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/shmchan.h"
+#include "common/status.h"
+#include "xfer.h"
+
+typedef struct chan chan;
+
+struct chan {
+    chan *next;
+    chan_set *cs;
+    wire_job_id job; /* from OpenChannel: the rank and process every call runs as */
+    uint8_t *mem;    /* the mapping */
+    size_t len;
+    pthread_t thread;
+    int64_t *counts; /* private copy of a request's counts: 4 * SHMCHAN_MAX_N */
+    char msg[SHMCHAN_MSG_MAX];
+};
+
+struct chan_set {
+    engine *e;
+    pthread_mutex_t mtx; /* everything below */
+    pthread_cond_t cv;   /* a thread ended */
+    chan *live;          /* threads running */
+    chan *done;          /* threads that ended, to join */
+    size_t nlive;
+    int stopping; /* read by the threads without mtx: atomic */
+};
+
+static int
+chan_stopping(chan_set *cs)
+{
+    return __atomic_load_n(&cs->stopping, __ATOMIC_ACQUIRE);
+}
+
+/* chan_serve answers the request (or garbage) in c; 0, or -1 when the job closed the channel. */
+static int
+chan_serve(chan *c, uint32_t state)
+{
+    wire_a2av a;
+    uint64_t seq;
+    a2a_status st;
+    uint32_t seen;
+
+    c->msg[0] = '\0';
+    if (shmchan_req_decode(&a, &seq, c->counts, SHMCHAN_MAX_N, c->mem, c->len, c->msg,
+                           sizeof(c->msg)) != 0) {
+        st = A2A_ERR_INVALID_ARGUMENT;
+    } else {
+        a.job = c->job;
+        st = engine_alltoallv(c->cs->e, &a, c->msg, sizeof(c->msg));
+        if (st == A2A_OK)
+            c->msg[0] = '\0';
+    }
+    shmchan_reply_write(c->mem, seq, st, c->msg);
+    if (!shmchan_cas(c->mem, state, SHMCHAN_REPLY, &seen) && seen == SHMCHAN_CLOSED)
+        return -1;
+    shmchan_wake(c->mem);
+    return 0;
+}
+
+static void
+chan_reap(chan_set *cs)
+{
+    while (cs->done != NULL) {
+        chan *c = cs->done;
+        cs->done = c->next;
+        pthread_join(c->thread, NULL);
+        free(c->counts);
+        free(c);
+    }
+}
+
+static void *
+chan_main(void *arg)
+{
+    chan *c = arg;
+    chan_set *cs = c->cs;
+    uint32_t s;
+
+    for (;;) {
+        s = shmchan_state(c->mem);
+        if (s == SHMCHAN_CLOSED)
+            break;
+        if (s != SHMCHAN_IDLE && s != SHMCHAN_REPLY) { /* a request, or garbage: answer it */
+            if (chan_serve(c, s) != 0)
+                break;
+            continue;
+        }
+        if (chan_stopping(cs))
+            break;
+        shmchan_wait(c->mem, s, CHAN_POLL_MS);
+        if (shmchan_state(c->mem) == s &&
+            !xfer_probe((pid_t)c->job.pid, c->job.probe_addr, c->job.nonce)) {
+            log_debug("channel of process %lld: the job is gone", (long long)c->job.pid);
+            break;
+        }
+    }
+    shmchan_close(c->mem); /* a request that came meanwhile was not started: the job retries */
+    pthread_mutex_lock(&cs->mtx);
+    munmap(c->mem, c->len); /* under mtx: chan_set_stop wakes only mapped channels */
+    c->mem = NULL;
+    for (chan **pp = &cs->live; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    cs->nlive--;
+    c->next = cs->done;
+    cs->done = c;
+    pthread_cond_broadcast(&cs->cv);
+    pthread_mutex_unlock(&cs->mtx);
+    return NULL;
+}
+
+a2a_status
+chan_set_alloc(chan_set **out, engine *e)
+{
+    chan_set *cs;
+    *out = NULL;
+    if ((cs = calloc(1, sizeof(*cs))) == NULL)
+        return A2A_ERR_RESOURCE_EXHAUSTED;
+    cs->e = e;
+    pthread_mutex_init(&cs->mtx, NULL);
+    pthread_cond_init(&cs->cv, NULL);
+    *out = cs;
+    return A2A_OK;
+}
+
+/* chan_map opens and maps the job's memfd into *mem. */
+static a2a_status
+chan_map(uint8_t **mem, pid_t pid, int64_t fd, uint64_t len, char *err, size_t errlen)
+{
+    char path[64];
+    struct stat st;
+    int f, seals;
+    void *p;
+
+    *mem = NULL;
+    snprintf(path, sizeof(path), "/proc/%d/fd/%lld", (int)pid, (long long)fd);
+    if ((f = open(path, O_RDWR | O_CLOEXEC)) < 0)
+        return status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED, "cannot open %s: %s", path,
+                           strerror(errno));
+    /* sealed against shrinking, or the job could truncate it under us (SIGBUS here) */
+    seals = fcntl(f, F_GET_SEALS);
+    if (fstat(f, &st) != 0 || (uint64_t)st.st_size < len || seals < 0 || !(seals & F_SEAL_SHRINK)) {
+        close(f);
+        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                           "%s is not a memfd of %llu bytes sealed against shrinking", path,
+                           (unsigned long long)len);
+    }
+    p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, f, 0);
+    close(f);
+    if (p == MAP_FAILED)
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "cannot map %s: %s", path,
+                           strerror(errno));
+    if (shmchan_check(p, (size_t)len, err, errlen) != 0) {
+        munmap(p, (size_t)len);
+        return A2A_ERR_INVALID_ARGUMENT;
+    }
+    *mem = p;
+    return A2A_OK;
+}
+
+/* chan_admit checks the caps and adds c to the live list; under cs->mtx. */
+static a2a_status
+chan_admit(chan_set *cs, chan *c, char *err, size_t errlen)
+{
+    size_t mine = 0;
+    if (cs->stopping)
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s is stopping",
+                           engine_name(cs->e));
+    for (chan *x = cs->live; x != NULL; x = x->next)
+        mine += x->job.pid == c->job.pid;
+    if (cs->nlive >= CHAN_MAX || mine >= CHAN_MAX_PER_JOB)
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
+                           "%s has %zu channels open already (limit %d)",
+                           cs->nlive >= CHAN_MAX ? "this worker" : "the job",
+                           cs->nlive >= CHAN_MAX ? cs->nlive : mine,
+                           cs->nlive >= CHAN_MAX ? CHAN_MAX : CHAN_MAX_PER_JOB);
+    if (pthread_create(&c->thread, NULL, chan_main, c) != 0)
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "cannot start a thread");
+    c->next = cs->live;
+    cs->live = c;
+    cs->nlive++;
+    return A2A_OK;
+}
+
+a2a_status
+chan_open(chan_set *cs, const wire_job_id *job, int64_t fd, uint64_t addr, uint64_t len, char *err,
+          size_t errlen)
+{
+    chan *c = NULL;
+    a2a_status st;
+
+    (void)addr; /* the worker needs only the descriptor: the job keeps its own view */
+    if (len != SHMCHAN_SIZE || fd < 0)
+        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                           "a channel is a descriptor and %zu bytes (got fd %lld, %llu bytes)",
+                           (size_t)SHMCHAN_SIZE, (long long)fd, (unsigned long long)len);
+    if ((c = calloc(1, sizeof(*c))) == NULL ||
+        (c->counts = malloc(4 * SHMCHAN_MAX_N * sizeof(int64_t))) == NULL) {
+        if (c != NULL)
+            free(c);
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    c->cs = cs;
+    c->job = *job;
+    c->len = (size_t)len;
+    if ((st = chan_map(&c->mem, (pid_t)job->pid, fd, len, err, errlen)) != A2A_OK) {
+        free(c->counts);
+        free(c);
+        return st;
+    }
+    pthread_mutex_lock(&cs->mtx);
+    chan_reap(cs);
+    st = chan_admit(cs, c, err, errlen);
+    pthread_mutex_unlock(&cs->mtx);
+    if (st != A2A_OK) {
+        munmap(c->mem, c->len);
+        free(c->counts);
+        free(c);
+        return st;
+    }
+    log_debug("channel of process %lld (rank %lld) opened", (long long)job->pid,
+              (long long)job->world_rank);
+    return A2A_OK;
+}
+
+void
+chan_set_stop(chan_set *cs)
+{
+    if (cs == NULL)
+        return;
+    pthread_mutex_lock(&cs->mtx);
+    __atomic_store_n(&cs->stopping, 1, __ATOMIC_RELEASE);
+    for (chan *c = cs->live; c != NULL; c = c->next)
+        shmchan_wake(c->mem); /* the thread is asleep on it, or busy in the engine */
+    while (cs->nlive > 0)
+        pthread_cond_wait(&cs->cv, &cs->mtx);
+    chan_reap(cs);
+    pthread_mutex_unlock(&cs->mtx);
+}
+
+void
+chan_set_free(chan_set *cs)
+{
+    if (cs == NULL)
+        return;
+    chan_set_stop(cs);
+    pthread_cond_destroy(&cs->cv);
+    pthread_mutex_destroy(&cs->mtx);
+    free(cs);
+}
