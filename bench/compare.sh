@@ -6,9 +6,12 @@
 #   bench/compare.sh [--quick] [--sizes lat|bw|both] [-b MIN -e MAX -f FACTOR]
 #                    [-p PATTERNS] [-t TARGET_S] [--repeat R] [--shapes "2x2 4x1 2x4 4x2"]
 #                    [--build-dir DIR] [--out DIR] [--no-mpi] [--shared] [--ceiling-gbit G]
-#                    [--netns [--rate RATE]]      bench/compare.sh --table RESULT_DIR
+#                    [--netns [--rate RATE] [--goodput GBIT]]   bench/compare.sh --table RESULT_DIR
 #
 # Shapes are WORKERSxRANKS_PER_WORKER for a2a-launch; MPI runs N = W*R ranks.
+# --netns: ideal = busiest host's max(out, in) / B with B the TCP goodput of one
+# host link (WORKLOADS.md 5), measured with iperf3 between two namespaces
+# (--goodput GBIT to give it; without iperf3 the nominal --rate is used).
 # Environment: A2A_SHARED (default: ../shared beside the repository).
 set -euo pipefail
 
@@ -16,9 +19,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${A2A_SHARED:-$ROOT/../shared}
 BUILD=$ROOT/build
 QUICK=0 SIZES=both PATTERNS=all TARGET="" REPEAT=2 SHAPES="2x2 4x1 2x4 4x2"
-BMIN="" BMAX="" BFAC="" OUT="" TABLE_ONLY="" MPI=1 CEIL_GBIT=47.6 NETNS=0 RATE=""
+BMIN="" BMAX="" BFAC="" OUT="" TABLE_ONLY="" MPI=1 CEIL_GBIT=47.6 NETNS=0 RATE="" GOODPUT=""
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 A2A_EXTRA=""
 while [ $# -gt 0 ]; do
     case $1 in
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
         --ceiling-gbit) CEIL_GBIT=$2; shift ;;
         --netns) NETNS=1 ;;
         --rate) RATE=$2; shift ;;
+        --goodput) GOODPUT=$2; shift ;;
         --table) TABLE_ONLY=$2; shift ;;
         -h|--help) usage 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; usage ;;
@@ -152,6 +156,15 @@ netns() {
         [ $SECONDS -lt $deadline ] || { log "netns services did not start (see $OUT/netns_*.log)"; break; }
         sleep 0.2
     done
+    if [ -z "$GOODPUT" ] && [ -n "$RATE" ] && command -v iperf3 >/dev/null; then
+        bash "$NS" exec 1 iperf3 -s -1 >/dev/null 2>&1 &
+        sleep 0.5
+        GOODPUT=$(bash "$NS" exec 2 iperf3 -c "$NET.1" -t 4 -J 2>/dev/null |
+            awk -F'[:,]' '/"sum_received"/ {r = 1} r && /"bits_per_second"/ {printf "%.4f", $2 / 1e9; exit}')
+        wait || true
+        log "iperf3 goodput h2 -> h1: ${GOODPUT:-?} Gbit/s"
+    fi
+    [ -n "$GOODPUT" ] && echo "$GOODPUT" >"$OUT/goodput_gbit.txt"
     local label=a2a_netns hosts
     hosts=$(for k in $(seq 1 $K); do printf '%s.%d,' "$NET" "$k"; done); hosts=${hosts%,}
     for r in $(seq 1 "$REPEAT"); do
@@ -237,6 +250,8 @@ if [ -n "$TABLE_ONLY" ]; then
     if ls "$OUT" | grep -q netns; then
         glob="*netns_N*_r*.txt"
         [ -n "$RATE" ] && mode=host gbit=$(echo "$RATE" | awk '/gbit$/ {print $0 + 0} /mbit$/ {print ($0 + 0) / 1000}')
+        [ -f "$OUT/goodput_gbit.txt" ] && mode=host gbit=$(cat "$OUT/goodput_gbit.txt")
+        [ -n "$GOODPUT" ] && mode=host gbit=$GOODPUT
     fi
     table "$glob" $mode "$gbit"
     exit 0
@@ -252,6 +267,7 @@ if [ "$NETNS" = 1 ]; then
     if [ -n "$RATE" ]; then
         mode=host
         gbit=$(echo "$RATE" | awk '/gbit$/ {print $0 + 0} /mbit$/ {print ($0 + 0) / 1000}')
+        [ -n "$GOODPUT" ] && gbit=$GOODPUT
     fi
     { echo "## 4 emulated hosts (netns), rate=${RATE:-unlimited}, ideal = $( [ $mode = host ] &&
           echo 'max(out,in)' || echo 'wire bytes') / $gbit Gbit/s"
