@@ -158,10 +158,13 @@ netns() {
     done
     if [ -z "$GOODPUT" ] && [ -n "$RATE" ] && command -v iperf3 >/dev/null; then
         bash "$NS" exec 1 iperf3 -s -1 >/dev/null 2>&1 &
+        local ip=$!
         sleep 0.5
         GOODPUT=$(bash "$NS" exec 2 iperf3 -c "$NET.1" -t 4 -J 2>/dev/null |
-            awk -F'[:,]' '/"sum_received"/ {r = 1} r && /"bits_per_second"/ {printf "%.4f", $2 / 1e9; exit}')
-        wait || true
+            awk -F'[:,]' '/"sum_received"/ {r = 1} r && /"bits_per_second"/ {printf "%.4f", $2 / 1e9; exit}' ||
+            true)
+        kill "$ip" 2>/dev/null || true
+        wait "$ip" 2>/dev/null || true
         log "iperf3 goodput h2 -> h1: ${GOODPUT:-?} Gbit/s"
     fi
     [ -n "$GOODPUT" ] && echo "$GOODPUT" >"$OUT/goodput_gbit.txt"
@@ -239,8 +242,8 @@ table() {
                 P[k[1]], k[2], shape, k[3], k[1], k[2], shape, k[3], ta, bad[key, lab] ? " FAIL" : "",
                 tm > 0 ? sprintf("%.1f", tm) : "-", tm > 0 ? sprintf("%.2fx", ta / tm) : "-",
                 ideal > 0 ? sprintf("%.1f", ideal) : "-",
-                ideal > 0 ? sprintf("%.1fx", ta / ideal) : "-",
-                (ideal > 0 && tm > 0) ? sprintf("%.1fx", tm / ideal) : "-")
+                ideal > 0 ? sprintf("%.2fx", ta / ideal) : "-",
+                (ideal > 0 && tm > 0) ? sprintf("%.2fx", tm / ideal) : "-")
           } }' | sort -k1,1n -k2,2n -k3,3 -k4,4n | sed 's/^[0-9]* [0-9]* [^ ]* [0-9]* //'
 }
 
