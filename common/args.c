@@ -1,4 +1,5 @@
 /* args.c - argument checks of an alltoallv call. */
+#include "status.h"
 #include "args.h"
 
 #include <stdarg.h>
@@ -7,16 +8,6 @@
 
 #include "dtype.h"
 
-static a2a_status
-args_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return A2A_ERR_INVALID_ARGUMENT;
-}
-
 /* check_side checks counts c and displacements d against a buffer of len elements. */
 static a2a_status
 check_side(size_t n, size_t esize, uint64_t len, const int64_t *c, const int64_t *d,
@@ -24,23 +15,24 @@ check_side(size_t n, size_t esize, uint64_t len, const int64_t *c, const int64_t
 {
     for (size_t i = 0; i < n; i++) {
         if (c[i] < 0)
-            return args_fail(err, errlen, "%s_counts[%zu] is negative (%lld)", side, i,
-                             (long long)c[i]);
+            return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                               "%s_counts[%zu] is negative (%lld)", side, i, (long long)c[i]);
         if (d[i] < 0)
-            return args_fail(err, errlen, "%s_displacements[%zu] is negative (%lld)", side, i,
-                             (long long)d[i]);
+            return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                               "%s_displacements[%zu] is negative (%lld)", side, i,
+                               (long long)d[i]);
         if (c[i] == 0)
             continue; /* an empty slice may sit anywhere: nothing is read or written there */
         /* both are below 2^63, so their sum does not wrap in uint64_t */
         if ((uint64_t)c[i] + (uint64_t)d[i] > (uint64_t)INT64_MAX / esize)
-            return args_fail(err, errlen,
-                             "%s slice %zu overflows: %lld elements at %lld of %zu bytes", side, i,
-                             (long long)c[i], (long long)d[i], esize);
+            return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                               "%s slice %zu overflows: %lld elements at %lld of %zu bytes", side,
+                               i, (long long)c[i], (long long)d[i], esize);
         if ((uint64_t)c[i] + (uint64_t)d[i] > len)
-            return args_fail(err, errlen,
-                             "%s slice %zu (%lld elements at displacement %lld) ends past the "
-                             "buffer's %llu elements",
-                             side, i, (long long)c[i], (long long)d[i], (unsigned long long)len);
+            return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                               "%s slice %zu (%lld elements at displacement %lld) ends past the "
+                               "buffer's %llu elements",
+                               side, i, (long long)c[i], (long long)d[i], (unsigned long long)len);
     }
     return A2A_OK;
 }
@@ -66,17 +58,18 @@ check_overlap(size_t n, const int64_t *c, const int64_t *d, char *err, size_t er
     a2a_status st = A2A_OK;
 
     if (v == NULL)
-        return args_fail(err, errlen, "out of memory");
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     for (size_t i = 0; i < n; i++)
         if (c[i] > 0)
             v[k++] = (args_slice){d[i], c[i], i};
     qsort(v, k, sizeof(*v), by_displ);
     for (size_t i = 1; i < k && st == A2A_OK; i++)
         if (v[i - 1].d + v[i - 1].c > v[i].d)
-            st = args_fail(err, errlen,
-                           "receive slices %zu ([%lld, %lld)) and %zu ([%lld, %lld)) overlap",
-                           v[i - 1].i, (long long)v[i - 1].d, (long long)(v[i - 1].d + v[i - 1].c),
-                           v[i].i, (long long)v[i].d, (long long)(v[i].d + v[i].c));
+            st =
+                status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                            "receive slices %zu ([%lld, %lld)) and %zu ([%lld, %lld)) overlap",
+                            v[i - 1].i, (long long)v[i - 1].d, (long long)(v[i - 1].d + v[i - 1].c),
+                            v[i].i, (long long)v[i].d, (long long)(v[i].d + v[i].c));
     free(v);
     return st;
 }
@@ -89,8 +82,8 @@ args_check(size_t n, int64_t dtype, uint64_t send_len, uint64_t recv_len, const 
     size_t esize;
 
     if (!dtype_valid(dtype))
-        return args_fail(err, errlen, "dtype %lld is not one of the 12 data types",
-                         (long long)dtype);
+        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                           "dtype %lld is not one of the 12 data types", (long long)dtype);
     esize = a2a_dtype_size((a2a_dtype)dtype);
     if ((st = check_side(n, esize, send_len, counts, counts + n, "send", err, errlen)) != A2A_OK ||
         (st = check_side(n, esize, recv_len, counts + 2 * n, counts + 3 * n, "recv", err,

@@ -3,6 +3,7 @@
  * libyaml document API. A file with any error is refused whole, with
  * "file:line:column: what is wrong" pointing at the offending node.
  */
+#include "status.h"
 #include "config.h"
 
 #include <errno.h>
@@ -36,24 +37,10 @@ static const char *const cfg_tls_keys[] = {"cert", "key", "ca", NULL};
 static const char *const cfg_worker_keys[] = {"name", "url", "data_url", "ranks", NULL};
 static const char *const cfg_group_keys[] = {"name", "ranks", NULL};
 
-/* cfg_seterr writes a message into err (when there is room) and returns -1. */
-static int __attribute__((format(printf, 3, 4)))
-cfg_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return -1;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static a2a_status
 cfg_nomem(cfg_ctx *x)
 {
-    cfg_seterr(x->err, x->errlen, "%s: out of memory", x->name);
+    msg_fail(x->err, x->errlen, "%s: out of memory", x->name);
     return A2A_ERR_RESOURCE_EXHAUSTED;
 }
 
@@ -632,14 +619,14 @@ cfg_load_string(cfg_cluster **out, const char *name, const char *text, size_t le
     a2a_status r;
 
     if (out == NULL || (text == NULL && len > 0)) {
-        cfg_seterr(err, errlen, "%s: no output or no text", x.name);
+        msg_fail(err, errlen, "%s: no output or no text", x.name);
         return A2A_ERR_INVALID_ARGUMENT;
     }
     *out = NULL;
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     if ((c = calloc(1, sizeof(*c))) == NULL) {
-        cfg_seterr(err, errlen, "%s: out of memory", x.name);
+        msg_fail(err, errlen, "%s: out of memory", x.name);
         return A2A_ERR_RESOURCE_EXHAUSTED;
     }
     snprintf(c->path, sizeof(c->path), "%s", x.name);
@@ -667,18 +654,18 @@ cfg_load_file(cfg_cluster **out, const char *path, char *err, size_t errlen)
     a2a_status r;
 
     if (out == NULL || path == NULL) {
-        cfg_seterr(err, errlen, "cfg_load_file: no output or no path");
+        msg_fail(err, errlen, "cfg_load_file: no output or no path");
         return A2A_ERR_INVALID_ARGUMENT;
     }
     *out = NULL;
     if ((f = fopen(path, "rb")) == NULL) {
-        cfg_seterr(err, errlen, "%s: %s", path, strerror(errno));
+        msg_fail(err, errlen, "%s: %s", path, strerror(errno));
         return A2A_ERR_NOT_FOUND;
     }
     while (!feof(f) && !ferror(f) && cap < CFG_FILE_MAX) {
         cap = cap ? cap * 2 : 4096;
         if ((nb = realloc(buf, cap)) == NULL) {
-            cfg_seterr(err, errlen, "%s: out of memory", path);
+            msg_fail(err, errlen, "%s: out of memory", path);
             r = A2A_ERR_RESOURCE_EXHAUSTED;
             goto out;
         }
@@ -686,12 +673,12 @@ cfg_load_file(cfg_cluster **out, const char *path, char *err, size_t errlen)
         len += fread(buf + len, 1, cap - len, f);
     }
     if (!feof(f) && !ferror(f) && fgetc(f) != EOF) {
-        cfg_seterr(err, errlen, "%s: larger than %d bytes", path, CFG_FILE_MAX);
+        msg_fail(err, errlen, "%s: larger than %d bytes", path, CFG_FILE_MAX);
         r = A2A_ERR_INVALID_ARGUMENT;
         goto out;
     }
     if (ferror(f)) {
-        cfg_seterr(err, errlen, "%s: %s", path, strerror(errno));
+        msg_fail(err, errlen, "%s: %s", path, strerror(errno));
         r = A2A_ERR_NOT_FOUND;
         goto out;
     }
@@ -768,10 +755,10 @@ cfg_check_group_name(const char *name, size_t len, char *err, size_t errlen)
     size_t i;
 
     if (name == NULL || len == 0)
-        return cfg_seterr(err, errlen, "a group name must not be empty");
+        return msg_fail(err, errlen, "a group name must not be empty");
     if (len > A2A_GROUP_NAME_MAX)
-        return cfg_seterr(err, errlen, "a group name of %zu bytes is too long; the limit is %d",
-                          len, A2A_GROUP_NAME_MAX);
+        return msg_fail(err, errlen, "a group name of %zu bytes is too long; the limit is %d", len,
+                        A2A_GROUP_NAME_MAX);
     for (i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)name[i];
         /* C0 controls, DEL, and C1 controls (U+0080..U+009F as UTF-8) */
@@ -779,10 +766,10 @@ cfg_check_group_name(const char *name, size_t len, char *err, size_t errlen)
                  (unsigned char)name[i + 1] <= 0x9f;
 
         if (ch < 0x20 || ch == 0x7f || c1)
-            return cfg_seterr(err, errlen,
-                              "a group name must not hold control characters (byte 0x%02x at "
-                              "offset %zu)",
-                              c1 ? (unsigned char)name[i + 1] : ch, i);
+            return msg_fail(err, errlen,
+                            "a group name must not hold control characters (byte 0x%02x at "
+                            "offset %zu)",
+                            c1 ? (unsigned char)name[i + 1] : ch, i);
     }
     return 0;
 }
@@ -810,22 +797,21 @@ cfg_check_hostport(const char *q, const char *hp, char *err, size_t errlen)
 
         if (rb == NULL || rb == hp + 1 || rb[1] != ':' ||
             strspn(hp + 1, "0123456789abcdefABCDEF:.%") != (size_t)(rb - hp - 1))
-            return cfg_seterr(err, errlen, "URL %s has a bad IPv6 host (expected [address]:port)",
-                              q);
+            return msg_fail(err, errlen, "URL %s has a bad IPv6 host (expected [address]:port)", q);
         colon = rb + 1;
     } else {
         if ((colon = strrchr(hp, ':')) == NULL)
-            return cfg_seterr(err, errlen, "URL %s needs host:port", q);
+            return msg_fail(err, errlen, "URL %s needs host:port", q);
         hlen = (size_t)(colon - hp);
         if (hlen == 0 || strspn(hp, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                     "0123456789.-_") != hlen)
-            return cfg_seterr(err, errlen, "URL %s has %s host (expected a name or an address)", q,
-                              hlen == 0 ? "an empty" : "a bad");
+            return msg_fail(err, errlen, "URL %s has %s host (expected a name or an address)", q,
+                            hlen == 0 ? "an empty" : "a bad");
     }
     port = colon + 1;
     if (port[0] == '\0' || strlen(port) > 5 || strspn(port, "0123456789") != strlen(port) ||
         atol(port) > 65535)
-        return cfg_seterr(err, errlen, "URL %s has a bad port (expected a number 0..65535)", q);
+        return msg_fail(err, errlen, "URL %s has a bad port (expected a number 0..65535)", q);
     return 0;
 }
 
@@ -837,24 +823,24 @@ cfg_check_url(const char *url, char *err, size_t errlen)
     char q[256];
 
     if (url == NULL || url[0] == '\0')
-        return cfg_seterr(err, errlen, "the URL is empty");
+        return msg_fail(err, errlen, "the URL is empty");
     len = strlen(url);
     cfg_quote(q, sizeof(q), url, len);
     if (len > CFG_URL_MAX)
-        return cfg_seterr(err, errlen, "URL %s is %zu bytes long; the limit is %d", q, len,
-                          CFG_URL_MAX);
+        return msg_fail(err, errlen, "URL %s is %zu bytes long; the limit is %d", q, len,
+                        CFG_URL_MAX);
     for (i = 0; i < len; i++)
         if ((unsigned char)url[i] <= 0x20 || url[i] == 0x7f)
-            return cfg_seterr(err, errlen, "URL %s holds a space or control character", q);
+            return msg_fail(err, errlen, "URL %s holds a space or control character", q);
     for (i = 0; i < 4; i++)
         if (strncmp(url, schemes[i], sl = strlen(schemes[i])) == 0)
             break;
     if (i == 4)
-        return cfg_seterr(err, errlen,
-                          "URL %s must start with tcp://, tls+tcp://, ipc:// or inproc://", q);
+        return msg_fail(err, errlen,
+                        "URL %s must start with tcp://, tls+tcp://, ipc:// or inproc://", q);
     if (i < 2)
         return cfg_check_hostport(q, url + sl, err, errlen);
     if (url[sl] == '\0')
-        return cfg_seterr(err, errlen, "URL %s has nothing after %s", q, schemes[i]);
+        return msg_fail(err, errlen, "URL %s has nothing after %s", q, schemes[i]);
     return 0;
 }

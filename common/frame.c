@@ -10,16 +10,6 @@
 #include "status.h"
 #include "wire.h"
 
-static int
-frame_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 void
 frame_prefix_encode(uint8_t out[FRAME_PREFIX_LEN], uint32_t header_len, uint64_t payload_len)
 {
@@ -45,12 +35,12 @@ frame_prefix_decode(const uint8_t in[FRAME_PREFIX_LEN], uint32_t *header_len, ui
     for (int i = 8; i < 16; i++)
         pl = (pl << 8) | in[i];
     if (magic != FRAME_MAGIC)
-        return frame_fail(err, errlen, "bad frame magic 0x%08x", magic);
+        return msg_fail(err, errlen, "bad frame magic 0x%08x", magic);
     if (hl == 0 || hl > FRAME_HEADER_MAX)
-        return frame_fail(err, errlen, "frame header of %u bytes (limit %u)", hl, FRAME_HEADER_MAX);
+        return msg_fail(err, errlen, "frame header of %u bytes (limit %u)", hl, FRAME_HEADER_MAX);
     if (pl > FRAME_PAYLOAD_MAX)
-        return frame_fail(err, errlen, "frame payload of %llu bytes (limit %u)",
-                          (unsigned long long)pl, FRAME_PAYLOAD_MAX);
+        return msg_fail(err, errlen, "frame payload of %llu bytes (limit %u)",
+                        (unsigned long long)pl, FRAME_PAYLOAD_MAX);
     *header_len = hl;
     *payload_len = pl;
     return 0;
@@ -129,13 +119,13 @@ static int
 opid_decode(frame_opid *id, const msgpack_object *f, char *err, size_t errlen)
 {
     if (f[0].type == MSGPACK_OBJECT_STR && f[0].via.str.size > A2A_GROUP_NAME_MAX)
-        return frame_fail(err, errlen, "group name of %u bytes", f[0].via.str.size);
+        return msg_fail(err, errlen, "group name of %u bytes", f[0].via.str.size);
     if (wire_str(id->group, A2A_GROUP_NAME_MAX, &f[0], "group", err, errlen) != 0 ||
         wire_u64(&id->epoch, &f[1], "epoch", err, errlen) != 0 ||
         wire_u64(&id->op, &f[2], "op", err, errlen) != 0)
         return -1;
     if (id->group[0] == '\0')
-        return frame_fail(err, errlen, "empty group name");
+        return msg_fail(err, errlen, "empty group name");
     return 0;
 }
 
@@ -145,7 +135,7 @@ rank_field(int64_t *v, const msgpack_object *o, const char *what, char *err, siz
     if (wire_i64(v, o, what, err, errlen) != 0)
         return -1;
     if (*v < 0 || *v >= CFG_MAX_RANKS)
-        return frame_fail(err, errlen, "%s %lld out of range", what, (long long)*v);
+        return msg_fail(err, errlen, "%s %lld out of range", what, (long long)*v);
     return 0;
 }
 
@@ -157,7 +147,7 @@ small_field(int32_t *v, const msgpack_object *o, int64_t max, const char *what, 
     if (wire_i64(&x, o, what, err, errlen) != 0)
         return -1;
     if (x < 0 || x > max)
-        return frame_fail(err, errlen, "%s %lld out of range", what, (long long)x);
+        return msg_fail(err, errlen, "%s %lld out of range", what, (long long)x);
     *v = (int32_t)x;
     return 0;
 }
@@ -171,20 +161,20 @@ ready_decode(frame *f, const msgpack_object *a, char *err, size_t errlen)
         wire_array(l, -1, 2 * (size_t)CFG_MAX_RANKS, "ready counts", err, errlen) != 0)
         return -1;
     if (l->via.array.size % 2 != 0)
-        return frame_fail(err, errlen, "ready counts: odd length %u", l->via.array.size);
+        return msg_fail(err, errlen, "ready counts: odd length %u", l->via.array.size);
     f->n = l->via.array.size / 2;
     if (f->n > 0) {
         f->srcs = calloc(f->n, sizeof(int64_t));
         f->counts = calloc(f->n, sizeof(int64_t));
         if (f->srcs == NULL || f->counts == NULL)
-            return frame_fail(err, errlen, "out of memory");
+            return msg_fail(err, errlen, "out of memory");
     }
     for (size_t i = 0; i < f->n; i++) {
         if (rank_field(&f->srcs[i], &l->via.array.ptr[2 * i], "src", err, errlen) != 0 ||
             wire_i64(&f->counts[i], &l->via.array.ptr[2 * i + 1], "count", err, errlen) != 0)
             return -1;
         if (f->counts[i] < 0)
-            return frame_fail(err, errlen, "negative count");
+            return msg_fail(err, errlen, "negative count");
     }
     return 0;
 }
@@ -199,7 +189,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
     const uint8_t *b;
     size_t blen;
     if (n != fields[f->type])
-        return frame_fail(err, errlen, "frame type %d with %u fields", f->type, n);
+        return msg_fail(err, errlen, "frame type %d with %u fields", f->type, n);
     switch (f->type) {
     case FRAME_HELLO:
         if (wire_str(f->worker, CFG_WORKER_NAME_MAX, &a[1], "worker", err, errlen) ||
@@ -207,7 +197,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
             wire_bin(&b, &blen, AUTH_MAC_LEN, &a[3], "proof", err, errlen))
             return -1;
         if (blen != 0 && blen != AUTH_MAC_LEN)
-            return frame_fail(err, errlen, "proof of %zu bytes", blen);
+            return msg_fail(err, errlen, "proof of %zu bytes", blen);
         f->has_mac = blen == AUTH_MAC_LEN;
         if (f->has_mac)
             memcpy(f->mac, b, AUTH_MAC_LEN);
@@ -216,7 +206,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
         if (wire_bin(&b, &blen, AUTH_NONCE_LEN, &a[1], "nonce", err, errlen))
             return -1;
         if (blen != AUTH_NONCE_LEN)
-            return frame_fail(err, errlen, "nonce of %zu bytes", blen);
+            return msg_fail(err, errlen, "nonce of %zu bytes", blen);
         memcpy(f->nonce, b, AUTH_NONCE_LEN);
         return 0;
     case FRAME_HEARTBEAT: return 0;
@@ -232,7 +222,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
             wire_str(f->message, FRAME_MSG_MAX, &a[9], "message", err, errlen))
             return -1;
         f->status = (a2a_status)st;
-        return f->count < 0 ? frame_fail(err, errlen, "negative count") : 0;
+        return f->count < 0 ? msg_fail(err, errlen, "negative count") : 0;
     case FRAME_DATA:
         return opid_decode(&f->id, &a[1], err, errlen) ||
                        rank_field(&f->src, &a[4], "src", err, errlen) ||
@@ -246,7 +236,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
             wire_str(f->message, FRAME_MSG_MAX, &a[5], "message", err, errlen))
             return -1;
         f->status = (a2a_status)st;
-        return st == A2A_OK ? frame_fail(err, errlen, "abort with status OK") : 0;
+        return st == A2A_OK ? msg_fail(err, errlen, "abort with status OK") : 0;
     }
     return -1;
 }
@@ -266,14 +256,14 @@ frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_l
         wire_array(&root, -1, 16, "frame", err, errlen) != 0)
         goto out;
     if (root.via.array.size == 0) {
-        frame_fail(err, errlen, "empty frame header");
+        msg_fail(err, errlen, "empty frame header");
         goto out;
     }
     type = 0;
     if (small_field(&type, &root.via.array.ptr[0], FRAME_CHALLENGE, "frame type", err, errlen) != 0)
         goto out;
     if (type < FRAME_HELLO) {
-        frame_fail(err, errlen, "unknown frame type %d", type);
+        msg_fail(err, errlen, "unknown frame type %d", type);
         goto out;
     }
     f->type = (frame_type)type;
@@ -284,16 +274,16 @@ frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_l
         uint64_t want = (uint64_t)f->count * a2a_dtype_size((a2a_dtype)f->dtype);
         if (f->count > (int64_t)FRAME_EAGER_MAX || payload_len != want ||
             payload_len > FRAME_EAGER_MAX) {
-            frame_fail(err, errlen,
-                       "SLICE of %lld elements of dtype %d with %llu payload bytes (eager "
-                       "slices carry exactly their bytes, at most %u)",
-                       (long long)f->count, (int)f->dtype, (unsigned long long)payload_len,
-                       FRAME_EAGER_MAX);
+            msg_fail(err, errlen,
+                     "SLICE of %lld elements of dtype %d with %llu payload bytes (eager "
+                     "slices carry exactly their bytes, at most %u)",
+                     (long long)f->count, (int)f->dtype, (unsigned long long)payload_len,
+                     FRAME_EAGER_MAX);
             goto out;
         }
     } else if ((f->type == FRAME_DATA) != (payload_len > 0)) {
-        frame_fail(err, errlen, "frame of type %d with %llu payload bytes", f->type,
-                   (unsigned long long)payload_len);
+        msg_fail(err, errlen, "frame of type %d with %llu payload bytes", f->type,
+                 (unsigned long long)payload_len);
         goto out;
     }
     rc = 0;

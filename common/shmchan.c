@@ -17,21 +17,6 @@ _Static_assert(SHMCHAN_COUNTS_OFF % 8 == 0, "counts are aligned");
 _Static_assert(SHMCHAN_SIZE >= SHMCHAN_COUNTS_OFF + 4 * SHMCHAN_MAX_N * sizeof(int64_t),
                "the counts of the largest group fit");
 
-static int shmchan_fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-shmchan_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (err != NULL && errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* shmchan_cap returns how many ranks' counts a channel of len bytes holds. */
 static size_t
 shmchan_cap(size_t len)
@@ -59,15 +44,15 @@ shmchan_check(const void *mem, size_t len, char *err, size_t errlen)
 {
     shmchan_hdr h;
     if (len < SHMCHAN_COUNTS_OFF)
-        return shmchan_fail(err, errlen, "a channel of %zu bytes is smaller than its header (%zu)",
-                            len, (size_t)SHMCHAN_COUNTS_OFF);
+        return msg_fail(err, errlen, "a channel of %zu bytes is smaller than its header (%zu)", len,
+                        (size_t)SHMCHAN_COUNTS_OFF);
     memcpy(&h, mem, sizeof(h));
     if (h.magic != SHMCHAN_MAGIC || h.version != SHMCHAN_VERSION)
-        return shmchan_fail(err, errlen, "not a channel of version %d (magic 0x%llx, version %u)",
-                            SHMCHAN_VERSION, (unsigned long long)h.magic, h.version);
+        return msg_fail(err, errlen, "not a channel of version %d (magic 0x%llx, version %u)",
+                        SHMCHAN_VERSION, (unsigned long long)h.magic, h.version);
     if (h.size != len)
-        return shmchan_fail(err, errlen, "the channel says it has %llu bytes, not %zu",
-                            (unsigned long long)h.size, len);
+        return msg_fail(err, errlen, "the channel says it has %llu bytes, not %zu",
+                        (unsigned long long)h.size, len);
     return 0;
 }
 
@@ -96,26 +81,26 @@ req_check(const shmchan_hdr *h, size_t cap, char *err, size_t errlen)
 {
     size_t glen;
     if (h->state != SHMCHAN_REQUEST)
-        return shmchan_fail(err, errlen, "channel state %u is not a request (%d)", h->state,
-                            SHMCHAN_REQUEST);
+        return msg_fail(err, errlen, "channel state %u is not a request (%d)", h->state,
+                        SHMCHAN_REQUEST);
     if (h->n <= 0 || (uint64_t)h->n > cap)
-        return shmchan_fail(err, errlen, "n = %lld: a channel request holds 1 to %zu ranks",
-                            (long long)h->n, cap);
+        return msg_fail(err, errlen, "n = %lld: a channel request holds 1 to %zu ranks",
+                        (long long)h->n, cap);
     glen = strnlen(h->group, sizeof(h->group));
     if (glen == sizeof(h->group))
-        return shmchan_fail(err, errlen, "the group name is not NUL-terminated within %zu bytes",
-                            sizeof(h->group));
+        return msg_fail(err, errlen, "the group name is not NUL-terminated within %zu bytes",
+                        sizeof(h->group));
     if (cfg_check_group_name(h->group, glen, err, errlen) != 0)
         return -1;
     if (!dtype_valid(h->dtype))
-        return shmchan_fail(err, errlen, "dtype %lld is not a data type (0..%d)",
-                            (long long)h->dtype, A2A_DTYPE_COUNT - 1);
+        return msg_fail(err, errlen, "dtype %lld is not a data type (0..%d)", (long long)h->dtype,
+                        A2A_DTYPE_COUNT - 1);
     if (h->timeout_ms < 0)
-        return shmchan_fail(err, errlen, "timeout_ms is negative (%lld)", (long long)h->timeout_ms);
+        return msg_fail(err, errlen, "timeout_ms is negative (%lld)", (long long)h->timeout_ms);
     if (h->send_len < 0 || h->recv_len < 0)
-        return shmchan_fail(err, errlen, "%s length is negative (%lld)",
-                            h->send_len < 0 ? "send" : "recv",
-                            (long long)(h->send_len < 0 ? h->send_len : h->recv_len));
+        return msg_fail(err, errlen, "%s length is negative (%lld)",
+                        h->send_len < 0 ? "send" : "recv",
+                        (long long)(h->send_len < 0 ? h->send_len : h->recv_len));
     return 0;
 }
 
@@ -128,7 +113,7 @@ shmchan_req_decode(wire_a2av *a, uint64_t *seq, int64_t *counts, size_t cap, con
     memset(a, 0, sizeof(*a));
     *seq = 0;
     if (len < SHMCHAN_COUNTS_OFF)
-        return shmchan_fail(err, errlen, "a channel of %zu bytes holds no request", len);
+        return msg_fail(err, errlen, "a channel of %zu bytes holds no request", len);
     /* the state first (acquire: the request written before it is visible), then one copy
      * of the header; only the copy is looked at from here on */
     uint32_t state = __atomic_load_n((const uint32_t *)mem, __ATOMIC_ACQUIRE);
@@ -237,8 +222,7 @@ shmchan_open_reply_decode(int64_t *worker_pid, const uint8_t *buf, size_t len, c
     if (wire_parse(&root, &zone, buf, len, err, errlen) == 0 &&
         wire_array(&root, 1, 1, "OpenChannel reply", err, errlen) == 0 &&
         wire_i64(worker_pid, &root.via.array.ptr[0], "pid", err, errlen) == 0)
-        rc = *worker_pid > 0 ? 0
-                             : shmchan_fail(err, errlen, "worker pid %lld", (long long)*worker_pid);
+        rc = *worker_pid > 0 ? 0 : msg_fail(err, errlen, "worker pid %lld", (long long)*worker_pid);
     msgpack_zone_destroy(&zone);
     return rc;
 }

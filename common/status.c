@@ -56,3 +56,15 @@ status_fail(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
     }
     return st;
 }
+
+int
+msg_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (err != NULL && errlen > 0) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}

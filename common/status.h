@@ -33,6 +33,9 @@ int status_valid(int64_t raw);
 a2a_status status_fail(char *err, size_t errlen, a2a_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* msg_fail writes the message like status_fail and returns -1, for decoders and checkers. */
+int msg_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* status_from_name returns the status called name, or -1. */
 int status_from_name(const char *name);
 

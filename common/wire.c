@@ -8,18 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int
-wire_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (err != NULL && errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* ---- a bounds scan before msgpack-c allocates ---- */
 
 /*
@@ -128,14 +116,14 @@ wire_parse(msgpack_object *root, msgpack_zone *zone, const uint8_t *buf, size_t 
     msgpack_unpack_return r;
 
     if (buf == NULL || len == 0)
-        return wire_fail(err, errlen, "empty message");
+        return msg_fail(err, errlen, "empty message");
     if (wire_scan(buf, len, &pos, 0) != 0)
-        return wire_fail(err, errlen, "malformed msgpack (truncated, too deep or bad lengths)");
+        return msg_fail(err, errlen, "malformed msgpack (truncated, too deep or bad lengths)");
     if (pos != len)
-        return wire_fail(err, errlen, "%zu trailing bytes after the message", len - pos);
+        return msg_fail(err, errlen, "%zu trailing bytes after the message", len - pos);
     r = msgpack_unpack((const char *)buf, len, &off, zone, root);
     if (r != MSGPACK_UNPACK_SUCCESS || off != len)
-        return wire_fail(err, errlen, "malformed msgpack (unpack returned %d)", (int)r);
+        return msg_fail(err, errlen, "malformed msgpack (unpack returned %d)", (int)r);
     return 0;
 }
 
@@ -144,13 +132,13 @@ wire_array(const msgpack_object *o, int64_t n, size_t max, const char *what, cha
            size_t errlen)
 {
     if (o->type != MSGPACK_OBJECT_ARRAY)
-        return wire_fail(err, errlen, "%s: expected an array", what);
+        return msg_fail(err, errlen, "%s: expected an array", what);
     if (n >= 0 && o->via.array.size != (uint64_t)n)
-        return wire_fail(err, errlen, "%s: expected %lld fields, got %u", what, (long long)n,
-                         o->via.array.size);
+        return msg_fail(err, errlen, "%s: expected %lld fields, got %u", what, (long long)n,
+                        o->via.array.size);
     if (n < 0 && o->via.array.size > max)
-        return wire_fail(err, errlen, "%s: %u items, more than the limit %zu", what,
-                         o->via.array.size, max);
+        return msg_fail(err, errlen, "%s: %u items, more than the limit %zu", what,
+                        o->via.array.size, max);
     return 0;
 }
 
@@ -158,12 +146,12 @@ int
 wire_str(char *dst, size_t max, const msgpack_object *o, const char *what, char *err, size_t errlen)
 {
     if (o->type != MSGPACK_OBJECT_STR)
-        return wire_fail(err, errlen, "%s: expected a string", what);
+        return msg_fail(err, errlen, "%s: expected a string", what);
     if (o->via.str.size > max)
-        return wire_fail(err, errlen, "%s: %u bytes, more than the limit %zu", what,
-                         o->via.str.size, max);
+        return msg_fail(err, errlen, "%s: %u bytes, more than the limit %zu", what, o->via.str.size,
+                        max);
     if (o->via.str.size > 0 && memchr(o->via.str.ptr, '\0', o->via.str.size) != NULL)
-        return wire_fail(err, errlen, "%s: contains a NUL byte", what);
+        return msg_fail(err, errlen, "%s: contains a NUL byte", what);
     if (o->via.str.size > 0)
         memcpy(dst, o->via.str.ptr, o->via.str.size);
     dst[o->via.str.size] = '\0';
@@ -174,7 +162,7 @@ int
 wire_u64(uint64_t *v, const msgpack_object *o, const char *what, char *err, size_t errlen)
 {
     if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-        return wire_fail(err, errlen, "%s: expected a non-negative integer", what);
+        return msg_fail(err, errlen, "%s: expected a non-negative integer", what);
     *v = o->via.u64;
     return 0;
 }
@@ -187,7 +175,7 @@ wire_i64(int64_t *v, const msgpack_object *o, const char *what, char *err, size_
         return 0;
     }
     if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > INT64_MAX)
-        return wire_fail(err, errlen, "%s: expected an int64", what);
+        return msg_fail(err, errlen, "%s: expected an int64", what);
     *v = (int64_t)o->via.u64;
     return 0;
 }
@@ -197,10 +185,10 @@ wire_bin(const uint8_t **p, size_t *len, size_t max, const msgpack_object *o, co
          char *err, size_t errlen)
 {
     if (o->type != MSGPACK_OBJECT_BIN)
-        return wire_fail(err, errlen, "%s: expected bin", what);
+        return msg_fail(err, errlen, "%s: expected bin", what);
     if (o->via.bin.size > max)
-        return wire_fail(err, errlen, "%s: %u bytes, more than the limit %zu", what,
-                         o->via.bin.size, max);
+        return msg_fail(err, errlen, "%s: %u bytes, more than the limit %zu", what, o->via.bin.size,
+                        max);
     *p = (const uint8_t *)o->via.bin.ptr;
     *len = o->via.bin.size;
     return 0;
@@ -284,7 +272,7 @@ wire_request_decode(wire_request *r, const uint8_t *buf, size_t len, char *err, 
         wire_bin(&r->body, &r->body_len, WIRE_BODY_MAX, &fr.f[3], "request body", err, errlen) != 0)
         goto out;
     if (r->method[0] == '\0') {
-        wire_fail(err, errlen, "request method: empty");
+        msg_fail(err, errlen, "request method: empty");
         goto out;
     }
     rc = 0;
@@ -321,7 +309,7 @@ wire_reply_decode(wire_reply *r, const uint8_t *buf, size_t len, char *err, size
         wire_bin(&r->body, &r->body_len, WIRE_BODY_MAX, &fr.f[3], "reply body", err, errlen) != 0)
         goto out;
     if (st > INT64_MAX || !status_valid((int64_t)st)) {
-        wire_fail(err, errlen, "reply status: %llu is not a status", (unsigned long long)st);
+        msg_fail(err, errlen, "reply status: %llu is not a status", (unsigned long long)st);
         goto out;
     }
     r->status = (a2a_status)st;
@@ -350,8 +338,8 @@ static int
 group_name_field(char *dst, const msgpack_object *o, char *err, size_t errlen)
 {
     if (o->type == MSGPACK_OBJECT_STR && o->via.str.size > A2A_GROUP_NAME_MAX)
-        return wire_fail(err, errlen, "group name is %u bytes, longer than the limit of %d",
-                         o->via.str.size, A2A_GROUP_NAME_MAX);
+        return msg_fail(err, errlen, "group name is %u bytes, longer than the limit of %d",
+                        o->via.str.size, A2A_GROUP_NAME_MAX);
     if (wire_str(dst, A2A_GROUP_NAME_MAX, o, "group name", err, errlen) != 0)
         return -1;
     return cfg_check_group_name(dst, strlen(dst), err, errlen);
@@ -382,7 +370,7 @@ ranks_decode(int64_t **ranks, size_t *n, const msgpack_object *a, char *err, siz
     if (a->via.array.size == 0)
         return 0;
     if ((*ranks = calloc(a->via.array.size, sizeof(int64_t))) == NULL)
-        return wire_fail(err, errlen, "out of memory");
+        return msg_fail(err, errlen, "out of memory");
     *n = a->via.array.size;
     for (size_t i = 0; i < *n; i++)
         if (wire_i64(&(*ranks)[i], &a->via.array.ptr[i], "rank", err, errlen) != 0)
@@ -417,7 +405,7 @@ wire_create_decode(wire_create *c, const uint8_t *buf, size_t len, char *err, si
         ranks_decode(&c->ranks, &c->n, &fr.f[1], err, errlen) != 0)
         goto out;
     if (c->n == 0) {
-        wire_fail(err, errlen, "group \"%s\" has no ranks", c->name);
+        msg_fail(err, errlen, "group \"%s\" has no ranks", c->name);
         goto out;
     }
     rc = 0;
@@ -467,7 +455,7 @@ member_decode(wire_member *m, const msgpack_object *o, char *err, size_t errlen)
         wire_str(m->data_url, CFG_URL_MAX, &f[3], "member data_url", err, errlen) != 0)
         return -1;
     if (m->world_rank < 0)
-        return wire_fail(err, errlen, "member rank %lld is negative", (long long)m->world_rank);
+        return msg_fail(err, errlen, "member rank %lld is negative", (long long)m->world_rank);
     return 0;
 }
 
@@ -487,12 +475,12 @@ wire_group_decode(wire_group *g, const uint8_t *buf, size_t len, char *err, size
         wire_array(a, -1, WIRE_MAX_MEMBERS, "group members", err, errlen) != 0)
         goto out;
     if (a->via.array.size == 0) {
-        wire_fail(err, errlen, "group \"%s\" has no members", g->name);
+        msg_fail(err, errlen, "group \"%s\" has no members", g->name);
         goto out;
     }
     g->members = calloc(a->via.array.size, sizeof(*g->members));
     if (g->members == NULL) {
-        wire_fail(err, errlen, "out of memory");
+        msg_fail(err, errlen, "out of memory");
         goto out;
     }
     g->n = a->via.array.size;
@@ -562,7 +550,7 @@ wire_group_list_decode(wire_group_list *l, const uint8_t *buf, size_t len, char 
     if (root.via.array.size > 0) {
         l->groups = calloc(root.via.array.size, sizeof(*l->groups));
         if (l->groups == NULL) {
-            wire_fail(err, errlen, "out of memory");
+            msg_fail(err, errlen, "out of memory");
             goto out;
         }
     }
@@ -663,7 +651,7 @@ job_decode(wire_job_id *j, const msgpack_object *o, char *err, size_t errlen)
         wire_u64(&j->nonce[1], &f[4], "job nonce", err, errlen) != 0)
         return -1;
     if (j->world_rank < 0 || j->world_rank >= CFG_MAX_RANKS)
-        return wire_fail(err, errlen, "world rank %lld is out of range", (long long)j->world_rank);
+        return msg_fail(err, errlen, "world rank %lld is out of range", (long long)j->world_rank);
     return 0;
 }
 
@@ -799,13 +787,13 @@ wire_a2av_decode(wire_a2av *a, const uint8_t *buf, size_t len, char *err, size_t
         wire_array(c, -1, 4 * (size_t)WIRE_MAX_MEMBERS, "counts", err, errlen))
         goto out;
     if (c->via.array.size == 0 || c->via.array.size % 4 != 0) {
-        wire_fail(err, errlen, "counts: %u values, not 4 arrays of the group size",
-                  c->via.array.size);
+        msg_fail(err, errlen, "counts: %u values, not 4 arrays of the group size",
+                 c->via.array.size);
         goto out;
     }
     a->n = c->via.array.size / 4;
     if ((a->counts = calloc(4 * a->n, sizeof(int64_t))) == NULL) {
-        wire_fail(err, errlen, "out of memory");
+        msg_fail(err, errlen, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < 4 * a->n; i++)
@@ -882,7 +870,7 @@ wire_bins_decode(uint8_t (*out)[WIRE_BIN32], size_t n, const uint8_t *buf, size_
         if (wire_bin(&p, &plen, WIRE_BIN32, &fr.f[i], "auth field", err, errlen) != 0)
             rc = -1;
         else if (plen != WIRE_BIN32)
-            rc = wire_fail(err, errlen, "auth field %zu: %zu bytes, not %d", i, plen, WIRE_BIN32);
+            rc = msg_fail(err, errlen, "auth field %zu: %zu bytes, not %d", i, plen, WIRE_BIN32);
         else
             memcpy(out[i], p, WIRE_BIN32);
     }
@@ -916,7 +904,7 @@ wire_buffer_decode(wire_buffer *b, const uint8_t *buf, size_t len, char *err, si
         wire_u64(&b->len, &fr.f[3], "length", err, errlen) == 0)
         rc = 0;
     if (rc == 0 && (b->fd < -1 || b->fd > INT32_MAX))
-        rc = wire_fail(err, errlen, "fd %lld is out of range", (long long)b->fd);
+        rc = msg_fail(err, errlen, "fd %lld is out of range", (long long)b->fd);
     frame_close(&fr);
     return rc;
 }
