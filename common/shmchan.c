@@ -71,6 +71,7 @@ shmchan_req_write(void *mem, size_t len, uint64_t seq, const wire_a2av *a)
     h->recv_addr = a->recv_addr;
     h->recv_len = (int64_t)a->recv_len;
     h->n = (int64_t)a->n;
+    h->self_copied = a->self_copied;
     memcpy((uint8_t *)mem + SHMCHAN_COUNTS_OFF, a->counts, 4 * a->n * sizeof(int64_t));
     return 0;
 }
@@ -97,6 +98,9 @@ req_check(const shmchan_hdr *h, size_t cap, char *err, size_t errlen)
                         A2A_DTYPE_COUNT - 1);
     if (h->timeout_ms < 0)
         return msg_fail(err, errlen, "timeout_ms is negative (%lld)", (long long)h->timeout_ms);
+    if (h->self_copied < 0 || h->self_copied > h->n)
+        return msg_fail(err, errlen, "self_copied = %lld is not 0..n (%lld)",
+                        (long long)h->self_copied, (long long)h->n);
     if (h->send_len < 0 || h->recv_len < 0)
         return msg_fail(err, errlen, "%s length is negative (%lld)",
                         h->send_len < 0 ? "send" : "recv",
@@ -133,6 +137,7 @@ shmchan_req_decode(wire_a2av *a, uint64_t *seq, int64_t *counts, size_t cap, con
     a->recv_addr = h.recv_addr;
     a->recv_len = (uint64_t)h.recv_len;
     a->n = (size_t)h.n;
+    a->self_copied = h.self_copied;
     a->counts = counts;
     return 0;
 }

@@ -30,7 +30,7 @@
 #include "wire.h"
 
 #define SHMCHAN_MAGIC 0x314e414843413241ULL /* "A2ACHAN1" */
-#define SHMCHAN_VERSION 1
+#define SHMCHAN_VERSION 2
 #define SHMCHAN_MAX_N 1024   /* larger groups use the RPC path */
 #define SHMCHAN_MSG_MAX 1024 /* reply message, with its NUL */
 
@@ -51,6 +51,7 @@ typedef struct {
     uint64_t recv_addr;
     int64_t recv_len;
     int64_t n;
+    int64_t self_copied; /* wire_a2av.self_copied: 0, or 1 + the job's group rank */
     /* the reply, written by the worker */
     uint64_t reply_seq;
     int32_t status;

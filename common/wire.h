@@ -220,6 +220,9 @@ typedef struct {
     uint64_t recv_addr, recv_len;
     size_t n;
     int64_t *counts; /* 4n: send_counts, send_displs, recv_counts, recv_displs */
+    /* 1 + the group rank whose own slice (to itself) the job copied before the call, 0:
+     * none; only job channels carry it (common/shmchan.h), the msgpack codec leaves it 0 */
+    int64_t self_copied;
 } wire_a2av;
 
 /* MapBuffer / UnmapBuffer request: memory of the job (a memfd, by its fd number) to map. */

@@ -516,9 +516,9 @@ a2a_get_group_rank_from_world_rank(a2a_job *job, const char *group, int64_t worl
     return st;
 }
 
-/* group_size returns the cached size of group and whether we are in it, resolving once. */
+/* group_size returns the cached size of group and our rank in it (*me), resolving once. */
 static a2a_status
-group_size(a2a_job *job, const char *group, size_t *n)
+group_size(a2a_job *job, const char *group, size_t *n, int64_t *me_out)
 {
     a2a_status st = A2A_OK;
     int64_t me = -1;
@@ -529,6 +529,7 @@ group_size(a2a_job *job, const char *group, size_t *n)
             if (strcmp(g->name, group) == 0) {
                 *n = g->n;
                 me = index_of(g, job->id.world_rank);
+                *me_out = me;
                 pthread_mutex_unlock(&job->mtx);
                 if (me < 0)
                     return job_fail(job, A2A_ERR_PERMISSION_DENIED,
@@ -699,11 +700,32 @@ chan_call(a2a_job *job, job_chan *c, const wire_a2av *w, int *served, int *keep)
     return chan_reply(job, st, msg);
 }
 
+/*
+ * self_copy copies this rank's slice to itself here, with one memmove, and
+ * says so in w, instead of the worker's two copies between processes. Only
+ * when the counts agree (a mismatch is the worker's to report), and before the
+ * call: if our cached rank were stale, the worker copies every slice anyway
+ * (it checks self_copied against the rank it knows) and overwrites this one.
+ */
+static void
+self_copy(wire_a2av *w, const a2a_alltoallv_args *args, int64_t me)
+{
+    size_t n = w->n, es = a2a_dtype_size(args->dtype);
+    if (me < 0 || (size_t)me >= n || w->counts[me] != w->counts[2 * n + (size_t)me] ||
+        w->counts[me] == 0)
+        return;
+    memmove((char *)args->recv_data + (size_t)w->counts[3 * n + (size_t)me] * es,
+            (const char *)args->send_data + (size_t)w->counts[n + (size_t)me] * es,
+            (size_t)w->counts[me] * es);
+    w->self_copied = me + 1;
+}
+
 a2a_status
 a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
 {
     const char *group = args != NULL ? args->group : NULL;
     wire_a2av w = {0};
+    int64_t me = -1;
     job_chan *ch;
     msgpack_sbuffer sb;
     uint8_t *rep = NULL;
@@ -712,7 +734,7 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
     a2a_status st;
 
     if ((st = check_name(job, &group)) != A2A_OK || (st = check_pointers(job, args)) != A2A_OK ||
-        (st = group_size(job, group, &w.n)) != A2A_OK)
+        (st = group_size(job, group, &w.n, &me)) != A2A_OK)
         return st;
     if ((w.counts = malloc(4 * w.n * sizeof(int64_t))) == NULL)
         return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
@@ -735,7 +757,9 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
     w.recv_len = args->recv_len;
     if ((ch = chan_take(job, w.n)) != NULL) {
         int served, keep;
+        self_copy(&w, args, me);
         st = chan_call(job, ch, &w, &served, &keep);
+        w.self_copied = 0; /* the AllToAllV RPC copies it in the worker */
         chan_give(job, ch, keep);
         if (served) {
             free(w.counts);

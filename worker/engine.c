@@ -421,6 +421,19 @@ typedef struct {
     int64_t s, d;
 } eng_pair;
 
+/* pair_landed completes local pair p (cs -> cd); under e->mtx. */
+static void
+pair_landed(eng_op *op, eng_call *cs, eng_call *cd, eng_pair p)
+{
+    size_t n = op->g->n;
+    op->tx[(size_t)cs->lidx * n + (size_t)p.d].done = 1;
+    op->rx[(size_t)cd->lidx * n + (size_t)p.s].done = 1;
+    cs->sends_left--;
+    cd->recvs_left--;
+    op_check_done(op, cs);
+    op_check_done(op, cd);
+}
+
 /*
  * call_arrive enters c into its operation and starts every pair that can
  * start; local pairs to copy are returned in todo. Under e->mtx.
@@ -456,8 +469,12 @@ call_arrive(engine *e, eng_call *c, eng_pair *todo)
         eng_tx *t1 = &op->tx[(size_t)c->lidx * n + r];
         t1->ready = 1;
         t1->expect = o->a->counts[2 * n + (size_t)me];
-        if (op_pair_start(e, op, me, (int64_t)r))
-            todo[ntodo++] = (eng_pair){me, (int64_t)r};
+        if (op_pair_start(e, op, me, (int64_t)r)) {
+            if (o == c && c->a->self_copied == me + 1) /* the job copied it (counts equal) */
+                pair_landed(op, c, c, (eng_pair){me, me});
+            else
+                todo[ntodo++] = (eng_pair){me, (int64_t)r};
+        }
         if (o == c)
             continue;
         eng_tx *t2 = &op->tx[(size_t)o->lidx * n + (size_t)me];
@@ -513,12 +530,7 @@ copy_local(engine *e, eng_op *op, eng_pair p, uint8_t **buf)
                 strerror(rv));
         return;
     }
-    op->tx[(size_t)cs->lidx * g->n + (size_t)p.d].done = 1;
-    op->rx[(size_t)cd->lidx * g->n + (size_t)p.s].done = 1;
-    cs->sends_left--;
-    cd->recvs_left--;
-    op_check_done(op, cs);
-    op_check_done(op, cd);
+    pair_landed(op, cs, cd, p);
 }
 
 /* missing_ranks writes the group ranks c still waits for (not arrived, or slow). */
