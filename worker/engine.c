@@ -417,10 +417,6 @@ send_readies(engine *e, eng_call *c)
     free(counts);
 }
 
-typedef struct {
-    int64_t s, d;
-} eng_pair;
-
 /* pair_landed completes local pair p (cs -> cd); under e->mtx. */
 static void
 pair_landed(eng_op *op, eng_call *cs, eng_call *cd, eng_pair p)
@@ -436,14 +432,16 @@ pair_landed(eng_op *op, eng_call *cs, eng_call *cd, eng_pair p)
 
 /*
  * call_arrive enters c into its operation and starts every pair that can
- * start; local pairs to copy are returned in todo. Under e->mtx.
+ * start. A local pair goes to the todo list of its receiving call, whose
+ * thread copies it (call_wait), so the ranks of a worker copy in parallel.
+ * Under e->mtx.
  */
-static size_t
-call_arrive(engine *e, eng_call *c, eng_pair *todo)
+static void
+call_arrive(engine *e, eng_call *c)
 {
     eng_op *op = c->op;
     eng_group *g = op->g;
-    size_t n = g->n, ntodo = 0;
+    size_t n = g->n;
     int64_t me = c->grank;
 
     op->calls[me] = c;
@@ -470,10 +468,12 @@ call_arrive(engine *e, eng_call *c, eng_pair *todo)
         t1->ready = 1;
         t1->expect = o->a->counts[2 * n + (size_t)me];
         if (op_pair_start(e, op, me, (int64_t)r)) {
-            if (o == c && c->a->self_copied == me + 1) /* the job copied it (counts equal) */
+            if (o == c && c->a->self_copied == me + 1) { /* the job copied it (counts equal) */
                 pair_landed(op, c, c, (eng_pair){me, me});
-            else
-                todo[ntodo++] = (eng_pair){me, (int64_t)r};
+            } else {
+                o->todo[o->ntodo++] = (eng_pair){me, (int64_t)r};
+                pthread_cond_broadcast(&o->cv);
+            }
         }
         if (o == c)
             continue;
@@ -481,9 +481,8 @@ call_arrive(engine *e, eng_call *c, eng_pair *todo)
         t2->ready = 1;
         t2->expect = c->a->counts[2 * n + r];
         if (op_pair_start(e, op, (int64_t)r, me))
-            todo[ntodo++] = (eng_pair){(int64_t)r, me};
+            c->todo[c->ntodo++] = (eng_pair){(int64_t)r, me};
     }
-    return ntodo;
 }
 
 /* copy_local copies the slice s -> d between two local jobs; e->mtx held on entry and exit. */
@@ -551,9 +550,10 @@ missing_ranks(const eng_call *c, char *buf, size_t len)
         snprintf(buf, len, "none (all arrived; data still in flight)");
 }
 
-/* call_wait waits until c completes, fails or passes its deadline; under e->mtx. */
+/* call_wait copies c's local pairs and waits until c completes, fails or passes its deadline;
+ * under e->mtx. */
 static void
-call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms)
+call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms, uint8_t **buf)
 {
     eng_op *op = c->op;
     char miss[512];
@@ -561,6 +561,10 @@ call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms)
     while (op->status == A2A_OK && (c->sends_left > 0 || c->recvs_left > 0)) {
         int64_t left = deadline - rpc_now_ms();
         struct timespec ts;
+        if (c->ntodo > 0) {
+            copy_local(e, op, c->todo[--c->ntodo], buf);
+            continue;
+        }
         if (left <= 0) {
             missing_ranks(c, miss, sizeof(miss));
             op_fail(e, op, A2A_ERR_DEADLINE_EXCEEDED, 1,
@@ -586,9 +590,7 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
     uint64_t num = g->next_op[c->lidx];
     eng_op *op = op_get(e, g, num, 1);
     const eng_failed *h = group_history(g, num);
-    eng_pair *todo;
     uint8_t *buf = NULL;
-    size_t ntodo;
     a2a_status st;
 
     g->next_op[c->lidx]++; /* this call is operation num, whatever happens to it */
@@ -606,17 +608,15 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
         op_release(e, op);
         return st;
     }
-    if ((todo = calloc(2 * g->n, sizeof(*todo))) == NULL) {
+    if ((c->todo = calloc(g->n, sizeof(*c->todo))) == NULL) {
         op->arrived++;
         op_release(e, op);
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     c->op = op;
-    ntodo = call_arrive(e, c, todo);
+    call_arrive(e, c);
     link_flush(e); /* READY and eager slices leave from this thread, now */
-    for (size_t i = 0; i < ntodo && op->status == A2A_OK; i++)
-        copy_local(e, op, todo[i], &buf);
-    call_wait(e, c, deadline, timeout_ms);
+    call_wait(e, c, deadline, timeout_ms, &buf);
     c->finished = 1;
     link_drop_call(e, c);
     while (c->pins > 0)
@@ -627,7 +627,8 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
     if (st != A2A_OK)
         status_fail(err, errlen, st, "%s", op->msg);
     op_release(e, op);
-    free(todo);
+    free(c->todo);
+    c->todo = NULL;
     free(buf);
     return st;
 }

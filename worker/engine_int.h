@@ -79,6 +79,11 @@ typedef struct {
     int done;
 } eng_tx;
 
+/* A pair of group ranks s -> d. */
+typedef struct {
+    int64_t s, d;
+} eng_pair;
+
 struct eng_call {
     eng_op *op;
     int64_t grank;
@@ -94,6 +99,8 @@ struct eng_call {
     pthread_cond_t cv;
     uint8_t *pre;     /* the eager slices' bytes, read before the call entered (or NULL) */
     uint64_t *pre_at; /* by group rank: where in pre, or UINT64_MAX: not eager */
+    eng_pair *todo;   /* local pairs into this call, for its own thread to copy (n at most) */
+    size_t ntodo;
 };
 
 struct eng_op {

@@ -215,6 +215,26 @@ test_negative_timeout(void)
     refused(SHMCHAN_SIZE, "timeout_ms is negative (-5)");
 }
 
+/* self_copied names the job's own rank (1-based) or is 0; it survives the round trip */
+static void
+test_self_copied(void)
+{
+    wire_a2av a;
+    uint64_t seq;
+    put_request(3, 1);
+    hdr()->self_copied = 3;
+    CU_ASSERT_EQUAL(
+        shmchan_req_decode(&a, &seq, counts, SHMCHAN_MAX_N, mem, SHMCHAN_SIZE, err, sizeof(err)),
+        0);
+    CU_ASSERT_EQUAL(a.self_copied, 3);
+    put_request(3, 1);
+    hdr()->self_copied = 4;
+    refused(SHMCHAN_SIZE, "self_copied = 4 is not 0..n (3)");
+    put_request(3, 1);
+    hdr()->self_copied = -1;
+    refused(SHMCHAN_SIZE, "self_copied = -1");
+}
+
 static void
 test_garbage_state(void)
 {
@@ -248,7 +268,7 @@ test_check(void)
     CU_ASSERT_EQUAL(shmchan_check(mem, SHMCHAN_SIZE, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(shmchan_check(mem, SHMCHAN_SIZE - 4096, err, sizeof(err)), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "bytes"));
-    hdr()->version = 2;
+    hdr()->version = SHMCHAN_VERSION + 1;
     CU_ASSERT_EQUAL(shmchan_check(mem, SHMCHAN_SIZE, err, sizeof(err)), -1);
     shmchan_init(mem, SHMCHAN_SIZE);
     hdr()->magic ^= 1;
@@ -365,6 +385,7 @@ main(int argc, char **argv)
         {"negative lengths", test_negative_lengths},
         {"bad dtype", test_bad_dtype},
         {"negative timeout", test_negative_timeout},
+        {"self_copied", test_self_copied},
         {"garbage state", test_garbage_state},
         {"channel shorter than its header", test_short_channel},
         {"magic, version and size", test_check},
