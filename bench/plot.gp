@@ -1,5 +1,4 @@
 set terminal pngcairo size 900,560 font "DejaVu Sans,11"
-set output "perf_uniform_n4.png"
 set title "alltoallv, uniform, N = 4 (2 workers x 2 ranks), loopback, 2 cores"
 set xlabel "bytes per rank (S)"
 set ylabel "algbw (GB/s) = S / time"
