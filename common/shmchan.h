@@ -7,7 +7,7 @@
  *
  *   offset 0      shmchan_hdr: state (futex word), version, magic, size,
  *                 the request (seq, group, dtype, timeout_ms, send/recv
- *                 address and length, n) and the reply (reply_seq, status,
+ *                 address and length, n, self_copied) and the reply (reply_seq, status,
  *                 message)
  *   SHMCHAN_COUNTS_OFF
  *                 4n int64: send_counts, send_displs, recv_counts,

@@ -9,7 +9,8 @@
  *                       CLOSED 3), u32 version, u64 magic "A2ACHAN1", u64 size
  *                       request: u64 seq, char group[128] (NUL-terminated),
  *                       i64 dtype, i64 timeout_ms, u64 send_addr,
- *                       i64 send_len, u64 recv_addr, i64 recv_len, i64 n
+ *                       i64 send_len, u64 recv_addr, i64 recv_len, i64 n,
+ *                       i64 self_copied (0, or 1 + the rank whose own slice the job copied)
  *                       reply: u64 reply_seq, i32 status, u32 0,
  *                       char message[1024]
  *   SHMCHAN_COUNTS_OFF  i64 counts[4n]: send_counts, send_displs,
