@@ -14,14 +14,7 @@
 
 #include "common/dtype.h"
 #include "common/shmchan.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)     \
-    do {             \
-        if (!(c))    \
-            abort(); \
-    } while (0)
+#include "fuzz.h"
 
 static char err[1024];
 static int64_t counts[4 * SHMCHAN_MAX_N], again_counts[4 * SHMCHAN_MAX_N];

@@ -12,14 +12,7 @@
 #include <string.h>
 
 #include "common/frame.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)     \
-    do {             \
-        if (!(c))    \
-            abort(); \
-    } while (0)
+#include "fuzz.h"
 
 static char err[512];
 

@@ -11,6 +11,7 @@
 
 #include "common/wire.h"
 #include "server/gate.h"
+#include "fuzz.h"
 
 static const char *const methods[] = {GATE_CHALLENGE, GATE_PROVE, "Health"};
 

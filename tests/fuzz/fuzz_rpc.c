@@ -12,14 +12,7 @@
 
 #include "common/status.h"
 #include "common/wire.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)     \
-    do {             \
-        if (!(c))    \
-            abort(); \
-    } while (0)
+#include "fuzz.h"
 
 static int
 in_buffer(const uint8_t *p, size_t n, const uint8_t *buf, size_t len)
