@@ -810,8 +810,10 @@ a2a_buffer_alloc(a2a_job *job, size_t bytes, void **ptr)
     if ((b = calloc(1, sizeof(*b))) == NULL)
         return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     b->len = bytes;
-    b->fd = memfd_create("a2a-buffer", MFD_CLOEXEC);
+    b->fd = memfd_create("a2a-buffer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    /* sealed against shrinking: the worker maps it, and a shorter file would crash it */
     if (b->fd < 0 || ftruncate(b->fd, (off_t)bytes) != 0 ||
+        fcntl(b->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
         (b->ptr = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, b->fd, 0)) ==
             MAP_FAILED) {
         int e = errno;

@@ -58,6 +58,13 @@ shm_map(engine *e, pid_t pid, int fd, uint64_t addr, uint64_t len, char *err, si
                            "%s holds fewer than the %llu bytes announced", path,
                            (unsigned long long)len);
     }
+    /* unsealed, the job could shrink the file under our mapping, and our next touch of the
+     * lost pages would be a SIGBUS that kills the worker */
+    if (!(fcntl(f, F_GET_SEALS) > 0 && (fcntl(f, F_GET_SEALS) & F_SEAL_SHRINK))) {
+        close(f);
+        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                           "%s is not sealed against shrinking (F_SEAL_SHRINK)", path);
+    }
     p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
     close(f);
     if (p == MAP_FAILED)

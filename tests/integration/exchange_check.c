@@ -223,6 +223,34 @@ buf_alloc(a2a_job *job, size_t len, int shared)
     return p;
 }
 
+/*
+ * shrink_shared tries what a broken or hostile job could do to the worker:
+ * shrink the memfds behind its a2a_buffer_alloc buffers (the worker maps
+ * them; a shorter file would make its next touch a SIGBUS). Returns how many
+ * it could shrink: must be 0, as they are sealed.
+ */
+static int
+shrink_shared(void)
+{
+    char path[64], target[256];
+    int shrunk = 0, seen = 0;
+    for (int fd = 3; fd < 1024; fd++) {
+        ssize_t n;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        if ((n = readlink(path, target, sizeof(target) - 1)) < 0)
+            continue;
+        target[n] = '\0';
+        if (strstr(target, "memfd:a2a-buffer") == NULL) /* "/memfd:a2a-buffer (deleted)" */
+            continue;
+        seen++;
+        if (ftruncate(fd, 0) == 0)
+            shrunk++;
+    }
+    if (seen == 0)
+        say("no a2a-buffer memfd found to try shrinking");
+    return seen == 0 ? 1 : shrunk;
+}
+
 static void
 buf_free(a2a_job *job, uint8_t *p, int shared)
 {
@@ -312,6 +340,14 @@ run_op(op_spec *s)
     if (check_guard(recv, rlen, esize, n, s->rc, rd,
                     s->status == A2A_OK ? "after a success" : "after a failure"))
         rv = -1;
+    static int tried_shrink;
+    if ((sshared || rshared) && !tried_shrink) { /* once: the worker must survive, sealed */
+        tried_shrink = 1;
+        if (shrink_shared() != 0) {
+            say("an a2a_buffer_alloc buffer could be shrunk under the worker (no F_SEAL_SHRINK)");
+            rv = -1;
+        }
+    }
     buf_free(s->job, send, sshared);
     buf_free(s->job, recv, rshared);
     free(sd);
