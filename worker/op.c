@@ -177,6 +177,17 @@ esize_name(const eng_call *c)
     return dtype_name((a2a_dtype)c->a->dtype);
 }
 
+/* count_mismatch fails op: rank s sends count elements (of c's dtype) to d, which expects others.
+ */
+static void
+count_mismatch(engine *e, eng_op *op, const eng_call *c, int64_t s, int64_t count, int64_t d,
+               int64_t expect)
+{
+    op_fail(e, op, A2A_ERR_COUNT_MISMATCH, 1,
+            "rank %lld sends %lld %s to rank %lld, which expects %lld", (long long)s,
+            (long long)count, esize_name(c), (long long)d, (long long)expect);
+}
+
 /*
  * op_pair_ready starts pair s -> d once s's call is here and d's expected
  * count is known. A remote d gets SLICE and the data; a local d is copied by
@@ -196,25 +207,18 @@ op_pair_start(engine *e, eng_op *op, int64_t s, int64_t d)
     if (tx->started && (!tx->eager || tx->done))
         return 0;
     count = c->a->counts[d];
-    if (tx->eager) { /* sent already: READY confirms the count */
-        if (count != tx->expect) {
-            op_fail(e, op, A2A_ERR_COUNT_MISMATCH, 1,
-                    "rank %lld sends %lld %s to rank %lld, which expects %lld", (long long)s,
-                    (long long)count, esize_name(c), (long long)d, (long long)tx->expect);
-            return 0;
-        }
+    if (count != tx->expect) {
+        tx->started = 1;
+        count_mismatch(e, op, c, s, count, d, tx->expect);
+        return 0;
+    }
+    if (tx->eager) { /* sent already: READY confirmed the count */
         tx->done = 1;
         c->sends_left--;
         op_check_done(op, c);
         return 0;
     }
     tx->started = 1;
-    if (count != tx->expect) {
-        op_fail(e, op, A2A_ERR_COUNT_MISMATCH, 1,
-                "rank %lld sends %lld %s to rank %lld, which expects %lld", (long long)s,
-                (long long)count, esize_name(c), (long long)d, (long long)tx->expect);
-        return 0;
-    }
     if (g->peer[d] < 0)
         return 1;
     snprintf(f.id.group, sizeof(f.id.group), "%s", g->name);
@@ -279,9 +283,7 @@ land_eager(engine *e, eng_op *op, eng_call *c, int64_t s, const uint8_t *bytes, 
     int rv = 0;
 
     if (count != rx->expect) {
-        op_fail(e, op, A2A_ERR_COUNT_MISMATCH, 1,
-                "rank %lld sends %lld %s to rank %lld, which expects %lld", (long long)s,
-                (long long)count, esize_name(c), (long long)c->grank, (long long)rx->expect);
+        count_mismatch(e, op, c, s, count, c->grank, rx->expect);
         return;
     }
     rx->have_slice = 1;
@@ -364,9 +366,9 @@ on_slice(engine *e, eng_peer *p, eng_group *g, eng_op *op, frame *f)
         return;
     if (f->count > 0 && f->payload == NULL && c == NULL)
         return; /* not eager, yet before READY: not from a worker that follows the protocol */
-    if (f->count > 0 && f->payload != NULL &&
-        (f->payload_len != (uint64_t)f->count * a2a_dtype_size((a2a_dtype)f->dtype) ||
-         f->payload_len > engine_eager_max(g->n))) {
+    /* the frame decoder checked payload == count * dtype size <= FRAME_EAGER_MAX; the group's
+     * own limit is ours to check */
+    if (f->payload != NULL && f->payload_len > engine_eager_max(g->n)) {
         op_fail(e, op, A2A_ERR_INTERNAL, 1,
                 "rank %lld sent rank %lld an eager slice of %zu bytes (limit %llu in a group of "
                 "%zu)",
@@ -393,9 +395,7 @@ on_slice(engine *e, eng_peer *p, eng_group *g, eng_op *op, frame *f)
         return;
     }
     if (f->count != rx->expect) {
-        op_fail(e, op, A2A_ERR_COUNT_MISMATCH, 1,
-                "rank %lld sends %lld %s to rank %lld, which expects %lld", (long long)f->src,
-                (long long)f->count, esize_name(c), (long long)f->dst, (long long)rx->expect);
+        count_mismatch(e, op, c, f->src, f->count, f->dst, rx->expect);
         return;
     }
     rx->have_slice = 1;
