@@ -257,19 +257,17 @@ typedef struct {
 } eng_sender;
 
 static int
-send_bytes(wsock *s, eng_sender *x, const void *b1, size_t n1, const void *b2, size_t n2)
+send_bytes(wsock *s, const void *b1, size_t n1, const void *b2, size_t n2)
 {
     nng_iov iov[2] = {{(void *)b1, n1}, {(void *)b2, n2}};
-    (void)x;
     return wsock_io(s, iov, n2 > 0 ? 2 : 1, 0, ENGINE_LINK_DEAD_MS);
 }
 
 /* answer_challenge reads the listener's CHALLENGE on s and puts the proof into hello. */
 static int
-answer_challenge(engine *e, eng_peer *p, wsock *s, eng_sender *x, frame *hello)
+answer_challenge(engine *e, eng_peer *p, wsock *s, frame *hello)
 {
     eng_receiver rx = {0};
-    (void)x;
     frame ch;
     uint64_t plen;
     char why[256];
@@ -296,7 +294,7 @@ answer_challenge(engine *e, eng_peer *p, wsock *s, eng_sender *x, frame *hello)
 
 /* sender_dial connects to p and sends HELLO; e->mtx held on entry and exit. */
 static int
-sender_dial(engine *e, eng_peer *p, eng_sender *x)
+sender_dial(engine *e, eng_peer *p)
 {
     msgpack_sbuffer sb;
     frame f = {.type = FRAME_HELLO, .incarnation = e->incarnation};
@@ -307,11 +305,11 @@ sender_dial(engine *e, eng_peer *p, eng_sender *x)
     if ((rv = wsock_dial(p->w->data_url, e->sec->tls_client, ENGINE_DIAL_MS, &s)) != 0)
         goto out;
     snprintf(f.worker, sizeof(f.worker), "%s", e->self->name);
-    if (e->sec->has_key && (rv = answer_challenge(e, p, s, x, &f)) != 0)
+    if (e->sec->has_key && (rv = answer_challenge(e, p, s, &f)) != 0)
         goto out;
     msgpack_sbuffer_init(&sb);
     encode_frame(&sb, &f, 0);
-    rv = send_bytes(s, x, sb.data, sb.size, NULL, 0);
+    rv = send_bytes(s, sb.data, sb.size, NULL, 0);
     msgpack_sbuffer_destroy(&sb);
 out:
     pthread_mutex_lock(&e->mtx);
@@ -423,7 +421,7 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
     msgpack_sbuffer_init(&sb);
     rv = shared != NULL ? 0 : xfer_read(c->pid, addr, x->buf, k);
     if (rv == 0 && encode_frame(&sb, &f, k) == 0)
-        rv = -send_bytes(p->out, x, sb.data, sb.size, shared != NULL ? shared : x->buf, k);
+        rv = -send_bytes(p->out, sb.data, sb.size, shared != NULL ? shared : x->buf, k);
     msgpack_sbuffer_destroy(&sb);
     pthread_mutex_lock(&e->mtx);
     p->writing = 0;
@@ -475,7 +473,7 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
         p->out_reset = 0;
     }
     if (p->out == NULL && (p->ctl_head != NULL || p->sends != NULL)) {
-        sender_dial(e, p, x);
+        sender_dial(e, p);
         return;
     }
     if ((c = p->ctl_head) != NULL) {
@@ -484,7 +482,7 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
             p->ctl_tail = NULL;
         p->writing = 1;
         pthread_mutex_unlock(&e->mtx);
-        rv = send_bytes(p->out, x, c->bytes, c->len, NULL, 0);
+        rv = send_bytes(p->out, c->bytes, c->len, NULL, 0);
         free(c);
         pthread_mutex_lock(&e->mtx);
         p->writing = 0;
@@ -501,7 +499,7 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
         encode_frame(&sb, &f, 0);
         p->writing = 1;
         pthread_mutex_unlock(&e->mtx);
-        rv = send_bytes(p->out, x, sb.data, sb.size, NULL, 0);
+        rv = send_bytes(p->out, sb.data, sb.size, NULL, 0);
         pthread_mutex_lock(&e->mtx);
         p->writing = 0;
         msgpack_sbuffer_destroy(&sb);
@@ -540,7 +538,7 @@ sender_thread(void *arg)
 
 /* send_challenge sends a CHALLENGE with a fresh nonce (kept in ch) on an incoming link. */
 static int
-send_challenge(wsock *s, eng_receiver *x, frame *ch)
+send_challenge(wsock *s, frame *ch)
 {
     msgpack_sbuffer sb;
     nng_iov iov;
@@ -552,7 +550,6 @@ send_challenge(wsock *s, eng_receiver *x, frame *ch)
     iov = (nng_iov){sb.data, sb.size};
     if (rv == 0)
         rv = wsock_io(s, &iov, 1, 0, 5000);
-    (void)x;
     msgpack_sbuffer_destroy(&sb);
     return rv;
 }
@@ -568,7 +565,7 @@ receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
 
     int rv;
 
-    if (e->sec->has_key && (rv = send_challenge(in->s, x, &ch)) != 0) {
+    if (e->sec->has_key && (rv = send_challenge(in->s, &ch)) != 0) {
         snprintf(why, whylen, "cannot send the challenge: %s", nng_strerror(rv));
         return NULL;
     }
