@@ -1,5 +1,27 @@
 # services.sh - sourced by the integration scripts that start a cluster by
-# hand. The sourcing script declares `declare -A pid=()` (service -> pid).
+# hand. The sourcing script sets $dir (its scratch folder, with the logs) and
+# declares `declare -A pid=()` (service -> pid) and `rank_pids=()`.
+
+# services_cleanup: kills every service and rank, then removes $dir (kept, and
+# said so, when KEEP_DIR is set). For `trap services_cleanup EXIT`.
+services_cleanup() {
+    local p
+    for p in "${rank_pids[@]}" "${pid[@]}"; do
+        kill -9 "$p" 2>/dev/null
+    done
+    wait 2>/dev/null
+    if [ -n "${KEEP_DIR:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi
+}
+
+# show_logs [LINES]: the last LINES (30) lines of every log in $dir.
+show_logs() {
+    local f n=${1:-30}
+    for f in "$dir"/*.log; do
+        [ -f "$f" ] || continue
+        echo "---- $(basename "$f") (last $n lines)"
+        tail -n "$n" "$f"
+    done
+}
 
 # start NAME LOG CMD...: runs a service in the background, appending to LOG.
 start() {

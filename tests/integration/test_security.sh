@@ -23,26 +23,13 @@ cfg=$dir/cluster.yaml
 token=$dir/token
 declare -A pid=() # service name -> pid
 rank_pids=()
+# shellcheck source=services.sh
+. "$(dirname "${BASH_SOURCE[0]}")/services.sh"
+trap services_cleanup EXIT
 scheme=tcp # tls+tcp in part 2
 part="token"
 
-cleanup() {
-    for p in "${rank_pids[@]}" "${pid[@]}"; do
-        kill -9 "$p" 2>/dev/null
-    done
-    wait 2>/dev/null
-    if [ -n "${KEEP_DIR:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi
-}
-trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-show_logs() {
-    for f in "$dir"/*.log; do
-        [ -f "$f" ] || continue
-        echo "---- $(basename "$f") (last 30 lines)"
-        tail -n 30 "$f"
-    done
-}
 
 fail() {
     echo "FAIL ($part): $*"
@@ -100,8 +87,6 @@ EOF
 }
 
 # start, wait_listening
-# shellcheck source=services.sh
-. "$(dirname "${BASH_SOURCE[0]}")/services.sh"
 
 stop_cluster() {
     local p

@@ -18,28 +18,14 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/a2a-restart.XXXXXX")
 cfg=$dir/cluster.yaml
 declare -A pid=()   # service name -> pid
 rank_pids=()
-
-cleanup() {
-    for p in "${rank_pids[@]}" "${pid[@]}"; do
-        kill -9 "$p" 2>/dev/null
-    done
-    wait 2>/dev/null
-    if [ -n "${KEEP_DIR:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi
-}
-trap cleanup EXIT
+# shellcheck source=services.sh
+. "$(dirname "${BASH_SOURCE[0]}")/services.sh"
+trap services_cleanup EXIT
 trap 'exit 130' INT TERM
-
-show_logs() {
-    for f in "$dir"/*.log; do
-        [ -f "$f" ] || continue
-        echo "---- $(basename "$f") (last 40 lines)"
-        tail -n 40 "$f"
-    done
-}
 
 fail() {
     echo "FAIL: $*"
-    show_logs
+    show_logs 40
     exit 1
 }
 
@@ -76,8 +62,6 @@ EOF
 }
 
 # start, wait_listening
-# shellcheck source=services.sh
-. "$(dirname "${BASH_SOURCE[0]}")/services.sh"
 
 start_worker() { # NAME
     start "$1" "$dir/$1.log" "$worker_bin" --config "$cfg" --name "$1"
@@ -98,7 +82,7 @@ start_cluster() {
             fi
         fi
         echo "attempt $attempt: the cluster did not start (a port taken?), trying other ports"
-        show_logs
+        show_logs 40
         for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null; done
         wait 2>/dev/null
         pid=()
