@@ -499,6 +499,28 @@ challenge(raw *r, const auth_key *k, const uint8_t *cn, uint8_t *sn, char *msg, 
     return A2A_OK;
 }
 
+/*
+ * raw_settle_close: one more AuthChallenge (which the server answers and keeps
+ * the connection for), then close. Every socket above ends on a refusal after
+ * which the server closes the connection and NNG redials; NNG 1.5.2 leaks the
+ * dialer's connection objects when the socket is closed while that redial is
+ * under way (seen by LeakSanitizer in 2 of 60 runs on a loaded machine). A
+ * completed call means the redial is over.
+ */
+static int
+raw_settle_close(raw *r, const auth_key *k)
+{
+    uint8_t cn[AUTH_NONCE_LEN], sn[AUTH_NONCE_LEN];
+    char msg[1100];
+    int bad;
+
+    auth_nonce(cn);
+    bad = check("AuthChallenge before closing", challenge(r, k, cn, sn, msg, sizeof(msg)), A2A_OK,
+                msg);
+    nng_close(r->sock);
+    return bad;
+}
+
 static int
 mode_rpc_replay(const char *url, const char *token_file)
 {
@@ -547,9 +569,7 @@ mode_rpc_replay(const char *url, const char *token_file)
                  A2A_ERR_PERMISSION_DENIED, msg);
     bad |= check("A Health after", raw_call(&a, "Health", 0, NULL, NULL, 0, msg, sizeof(msg)),
                  A2A_ERR_PERMISSION_DENIED, msg);
-    nng_close(a.sock);
-    nng_close(b.sock);
-    nng_close(c.sock);
+    bad |= raw_settle_close(&a, &k) | raw_settle_close(&b, &k) | raw_settle_close(&c, &k);
     auth_key_wipe(&k);
     return bad ? 1 : 0;
 }
