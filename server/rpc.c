@@ -268,6 +268,7 @@ rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, s
         if (nng_ctx_open(&w->ctx, s->sock) != 0 || nng_aio_alloc(&w->aio, NULL, NULL) != 0 ||
             pthread_create(&w->thread, NULL, server_thread, w) != 0)
             break;
+        pthread_setname_np(w->thread, "a2a-rpc");
         w->started = 1;
     }
     if (s->workers == NULL || !s->workers[s->nthreads - 1].started) {

@@ -218,6 +218,7 @@ chan_admit(chan_set *cs, chan *c, char *err, size_t errlen)
                            cs->nlive >= CHAN_MAX ? CHAN_MAX : CHAN_MAX_PER_JOB);
     if (pthread_create(&c->thread, NULL, chan_main, c) != 0)
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "cannot start a thread");
+    pthread_setname_np(c->thread, "a2a-chan");
     c->next = cs->live;
     cs->live = c;
     cs->nlive++;

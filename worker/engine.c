@@ -614,6 +614,7 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     c->op = op;
+    link_flush_begin();
     call_arrive(e, c);
     link_flush(e); /* READY and eager slices leave from this thread, now */
     call_wait(e, c, deadline, timeout_ms, &buf);

@@ -210,6 +210,9 @@ void link_send_eager(engine *e, eng_peer *p, const frame *f, eng_op *op, const u
  * (no hand-off to the sender thread); under e->mtx, which it drops while writing. Only
  * threads that never read a link may call it (a reader blocked writing could deadlock). */
 void link_flush(engine *e);
+/* link_flush_begin: this thread calls link_flush before it drops e->mtx, so the frames it
+ * queues until then need not wake the sender threads. */
+void link_flush_begin(void);
 /* link_send_slice queues a slice to peer p; under e->mtx. */
 void link_send_slice(engine *e, eng_peer *p, eng_call *c, int64_t dst, uint64_t total,
                      uint64_t addr);

@@ -23,6 +23,16 @@ typedef struct eng_in {
     int done; /* the thread no longer uses s; set under e->mtx */
 } eng_in;
 
+/* Set while a handler thread queues frames that its own link_flush will write
+ * (link_flush_begin): the sender threads are then not woken for them. */
+static __thread int flushing;
+
+void
+link_flush_begin(void)
+{
+    flushing = 1;
+}
+
 /* encode_frame writes prefix and header of f into sb (prefix first). */
 static int
 encode_frame(msgpack_sbuffer *sb, const frame *f, uint64_t payload_len)
@@ -72,7 +82,8 @@ link_send_eager(engine *e, eng_peer *p, const frame *f, eng_op *op, const uint8_
     else
         p->ctl_head = c;
     p->ctl_tail = c;
-    pthread_cond_signal(&p->cv);
+    if (!flushing)
+        pthread_cond_signal(&p->cv);
 }
 
 void
@@ -352,20 +363,25 @@ sender_broken(engine *e, eng_peer *p, int rv)
 void
 link_flush(engine *e)
 {
-    for (size_t i = 0; i < e->npeers && !e->stopping; i++) {
+    flushing = 0;
+    for (size_t i = 0; i < e->npeers; i++) {
         eng_peer *p = &e->peers[i];
         eng_ctl *head = p->ctl_head;
         size_t len = 0, off = 0;
-        uint8_t *buf;
+        uint8_t *buf = NULL;
         nng_iov iov;
         int rv;
 
-        if (head == NULL || p->out == NULL || p->out_reset || p->writing)
+        if (head == NULL)
+            continue;
+        if (p->writing) /* the writer looks at the queue again when it is done */
             continue;
         for (eng_ctl *c = head; c != NULL; c = c->next)
             len += c->len;
-        if ((buf = malloc(len)) == NULL)
-            continue; /* the sender thread sends them */
+        if (e->stopping || p->out == NULL || p->out_reset || (buf = malloc(len)) == NULL) {
+            pthread_cond_signal(&p->cv); /* the sender thread dials, or sends them */
+            continue;
+        }
         for (eng_ctl *c = head; c != NULL; c = c->next)
             memcpy(buf + off, c->bytes, c->len), off += c->len;
         p->ctl_head = p->ctl_tail = NULL;
@@ -384,7 +400,8 @@ link_flush(engine *e)
         p->last_sent_ms = rpc_now_ms();
         if (rv != 0)
             sender_broken(e, p, rv);
-        pthread_cond_signal(&p->cv); /* the sender may wait for the link */
+        if (p->ctl_head != NULL || p->sends != NULL || e->stopping)
+            pthread_cond_signal(&p->cv); /* the sender waits for the link */
     }
 }
 
@@ -743,6 +760,7 @@ acceptor_thread(void *arg)
             wsock_free(in->s);
             free(in);
         } else {
+            pthread_setname_np(in->thread, "a2a-recv");
             in->next = e->ins;
             e->ins = in;
         }
@@ -771,6 +789,7 @@ link_start(engine *e, char *err, size_t errlen)
         e->listener = NULL; /* link_stop has nothing to stop */
         return -1;
     }
+    pthread_setname_np(e->acceptor, "a2a-accept");
     for (size_t i = 0; i < e->npeers; i++) {
         if (&e->cfg->workers[i] == e->self)
             continue;
@@ -778,6 +797,7 @@ link_start(engine *e, char *err, size_t errlen)
             snprintf(err, errlen, "cannot start threads");
             return -1;
         }
+        pthread_setname_np(e->peers[i].sender, "a2a-send");
         e->peers[i].started = 1;
     }
     return 0;
