@@ -71,30 +71,55 @@ chan_stopping(chan_set *cs)
     return __atomic_load_n(&cs->stopping, __ATOMIC_ACQUIRE);
 }
 
+/* A reply on its way: from chan_serve, or early from the engine's completing thread. */
+typedef struct {
+    chan *c;
+    uint64_t seq;
+    uint32_t state; /* the request's state word */
+    int closed;     /* the job had closed the channel */
+} chan_reply;
+
+/* chan_answer writes the reply, moves the state to REPLY and wakes the job. */
+static void
+chan_answer(chan_reply *r, a2a_status st, const char *msg)
+{
+    uint32_t seen;
+    shmchan_reply_write(r->c->mem, r->seq, st, msg);
+    if (!shmchan_cas(r->c->mem, r->state, SHMCHAN_REPLY, &seen) && seen == SHMCHAN_CLOSED) {
+        r->closed = 1;
+        return;
+    }
+    shmchan_wake(r->c->mem);
+}
+
+static void
+chan_answer_early(void *arg)
+{
+    chan_answer(arg, A2A_OK, "");
+}
+
 /* chan_serve answers the request (or garbage) in c; 0, or -1 when the job closed the channel. */
 static int
 chan_serve(chan *c, uint32_t state)
 {
     wire_a2av a;
-    uint64_t seq;
+    chan_reply r = {.c = c, .state = state};
+    engine_done done = {.fn = chan_answer_early, .arg = &r};
     a2a_status st;
-    uint32_t seen;
 
     c->msg[0] = '\0';
-    if (shmchan_req_decode(&a, &seq, c->counts, SHMCHAN_MAX_N, c->mem, c->len, c->msg,
+    if (shmchan_req_decode(&a, &r.seq, c->counts, SHMCHAN_MAX_N, c->mem, c->len, c->msg,
                            sizeof(c->msg)) != 0) {
         st = A2A_ERR_INVALID_ARGUMENT;
     } else {
         a.job = c->job;
-        st = engine_alltoallv(c->cs->e, &a, c->msg, sizeof(c->msg));
+        st = engine_alltoallv_done(c->cs->e, &a, &done, c->msg, sizeof(c->msg));
         if (st == A2A_OK)
             c->msg[0] = '\0';
     }
-    shmchan_reply_write(c->mem, seq, st, c->msg);
-    if (!shmchan_cas(c->mem, state, SHMCHAN_REPLY, &seen) && seen == SHMCHAN_CLOSED)
-        return -1;
-    shmchan_wake(c->mem);
-    return 0;
+    if (!done.called) /* else the job has its answer (and may have sent the next request) */
+        chan_answer(&r, st, c->msg);
+    return r.closed ? -1 : 0;
 }
 
 static void

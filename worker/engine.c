@@ -692,7 +692,13 @@ group_rank_of(const eng_group *g, int64_t world)
 a2a_status
 engine_alltoallv(engine *e, const wire_a2av *a, char *err, size_t errlen)
 {
-    eng_call c = {.a = a, .pid = (pid_t)a->job.pid, .status = A2A_OK};
+    return engine_alltoallv_done(e, a, NULL, err, errlen);
+}
+
+a2a_status
+engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, char *err, size_t errlen)
+{
+    eng_call c = {.a = a, .pid = (pid_t)a->job.pid, .status = A2A_OK, .done = done};
     int64_t timeout = a->timeout_ms > 0 ? a->timeout_ms : ENGINE_DEFAULT_TIMEOUT_MS;
     a2a_status st;
     eng_group *g;

@@ -79,6 +79,25 @@ a2a_status engine_resolve(engine *e, const char *name, wire_group *g, char *err,
  */
 a2a_status engine_alltoallv(engine *e, const wire_a2av *a, char *err, size_t errlen);
 
+/*
+ * An early answer: when the call completes successfully, the thread that
+ * completes it (a link receiver, a sender, another rank's call) calls fn(arg)
+ * at once, under the engine's lock, with no further access to the job's memory
+ * to come, and sets called; the caller's own thread wakes later to clean up.
+ * This saves the hand-off from that thread to the caller's (a job channel
+ * answers its job from fn). fn must not block.
+ */
+typedef struct engine_done {
+    void (*fn)(void *arg);
+    void *arg;
+    int called;
+} engine_done;
+
+/* engine_alltoallv_done is engine_alltoallv with an early answer (done may be NULL). When
+ * done->called is set on return, the call succeeded for the caller whatever it returns. */
+a2a_status engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, char *err,
+                                 size_t errlen);
+
 /* engine_coordinator_call forwards a request to the coordinator (for group management). */
 a2a_status engine_coordinator_call(engine *e, const char *method, const void *body, size_t len,
                                    int64_t timeout_ms, uint8_t **reply, size_t *reply_len,

@@ -101,6 +101,7 @@ struct eng_call {
     uint64_t *pre_at; /* by group rank: where in pre, or UINT64_MAX: not eager */
     eng_pair *todo;   /* local pairs into this call, for its own thread to copy (n at most) */
     size_t ntodo;
+    engine_done *done; /* the early answer, or NULL */
 };
 
 struct eng_op {

@@ -121,9 +121,15 @@ op_release(engine *e, eng_op *op)
 void
 op_check_done(eng_op *op, eng_call *c)
 {
-    (void)op;
-    if (c->sends_left == 0 && c->recvs_left == 0)
-        pthread_cond_broadcast(&c->cv);
+    if (c->sends_left != 0 || c->recvs_left != 0)
+        return;
+    pthread_cond_broadcast(&c->cv);
+    /* every pair done and nothing touching the job's memory: answer it from here */
+    if (c->done != NULL && !c->done->called && c->pins == 0 && c->ntodo == 0 && !c->finished &&
+        op->status == A2A_OK) {
+        c->done->called = 1;
+        c->done->fn(c->done->arg);
+    }
 }
 
 void
