@@ -333,6 +333,7 @@ struct rpc_client {
     pthread_mutex_t auth_mtx; /* one handshake at a time */
     int has_key;
     auth_key key;
+    nng_tls_config *tls; /* held, for client_why; NULL without TLS */
     char url[300];
 };
 
@@ -378,7 +379,13 @@ rpc_client_alloc(rpc_client **out, const char *url, const rpc_security *sec, cha
         c->has_key = 1;
     }
     snprintf(c->url, sizeof(c->url), "%s", url);
+    if (sec != NULL && sec->tls != NULL && strncmp(url, "tls+", 4) == 0) {
+        c->tls = sec->tls;
+        nng_tls_config_hold(c->tls);
+    }
     if ((rv = nng_req0_open(&c->sock)) != 0) {
+        if (c->tls != NULL)
+            nng_tls_config_free(c->tls);
         pthread_mutex_destroy(&c->auth_mtx);
         pthread_mutex_destroy(&c->mtx);
         pthread_cond_destroy(&c->cv);
@@ -435,6 +442,64 @@ client_wait_pipe(rpc_client *c, int64_t deadline)
     up = c->pipes > 0;
     pthread_mutex_unlock(&c->mtx);
     return up ? 0 : -1;
+}
+
+/*
+ * client_why finds out why no connection to c->url comes up, for the error
+ * message: one direct attempt of at most ms (TCP, then the TLS handshake and
+ * NNG's 8-byte greeting, which the server answers), whose error it writes to
+ * why as ": reason".
+ */
+static void
+client_why(rpc_client *c, int ms, char *why, size_t len)
+{
+    static const uint8_t greeting[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0}; /* REQ0 (protocol 48) */
+    uint8_t got[8];
+    nng_stream_dialer *d = NULL;
+    nng_stream *s = NULL;
+    nng_aio *aio = NULL;
+    nng_iov iov;
+    int rv;
+
+    if ((rv = nng_stream_dialer_alloc(&d, c->url)) != 0 ||
+        (rv = nng_aio_alloc(&aio, NULL, NULL)) != 0 ||
+        (c->tls != NULL && (rv = nng_stream_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, c->tls)) != 0))
+        goto out;
+    nng_aio_set_timeout(aio, ms);
+    nng_stream_dialer_dial(d, aio);
+    nng_aio_wait(aio);
+    if ((rv = nng_aio_result(aio)) != 0)
+        goto out;
+    s = nng_aio_get_output(aio, 0);
+    iov = (nng_iov){(void *)greeting, sizeof(greeting)};
+    nng_aio_set_iov(aio, 1, &iov);
+    nng_stream_send(s, aio);
+    nng_aio_wait(aio);
+    if ((rv = nng_aio_result(aio)) != 0)
+        goto out;
+    iov = (nng_iov){got, sizeof(got)};
+    nng_aio_set_iov(aio, 1, &iov);
+    nng_stream_recv(s, aio);
+    nng_aio_wait(aio);
+    rv = nng_aio_result(aio);
+out:
+    if (s != NULL) {
+        nng_stream_close(s);
+        nng_stream_free(s);
+    }
+    nng_aio_free(aio);
+    nng_stream_dialer_free(d);
+    if (rv == NNG_ETIMEDOUT)
+        snprintf(why, len, ": no answer within %d ms", ms);
+    else if (strncmp(c->url, "tls+", 4) == 0 && (rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH))
+        snprintf(why, len, ": TLS handshake failed (%s): %s", nng_strerror(rv),
+                 c->tls == NULL ? "this side has no TLS settings (certificate, key and CA)"
+                                : "each side's certificate must come from a CA that the other "
+                                  "side trusts");
+    else if (rv != 0)
+        snprintf(why, len, ": %s", nng_strerror(rv));
+    else
+        snprintf(why, len, " (a new connection works: it may have been starting, or busy)");
 }
 
 /* client_track adds or removes a call's aio; adding fails once the client is closing. */
@@ -673,8 +738,13 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
     int64_t wait = timeout_ms < RPC_CONNECT_WAIT_MS ? timeout_ms : RPC_CONNECT_WAIT_MS;
     a2a_status st;
 
-    if (client_wait_pipe(c, start + wait) != 0)
-        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s", c->url);
+    if (client_wait_pipe(c, start + wait) != 0) {
+        char why[200];
+        int64_t left = deadline - rpc_now_ms(); /* the probe keeps to the caller's time, mostly */
+        int ms = left > RPC_WHY_MS ? RPC_WHY_MS : left > 50 ? (int)left : 50;
+        client_why(c, ms, why, sizeof(why));
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s%s", c->url, why);
+    }
     if (c->has_key && (st = client_auth(c, deadline, err, errlen)) != A2A_OK)
         return st;
     return client_roundtrip(c, method, body, len, deadline, reply, reply_len, err, errlen);
@@ -704,5 +774,7 @@ rpc_client_free(rpc_client *c)
     pthread_mutex_destroy(&c->auth_mtx);
     pthread_cond_destroy(&c->cv);
     auth_key_wipe(&c->key);
+    if (c->tls != NULL)
+        nng_tls_config_free(c->tls);
     free(c);
 }

@@ -27,6 +27,7 @@
 
 #define RPC_RECV_MAX (8u << 20)  /* receive-size limit on every RPC socket */
 #define RPC_CONNECT_WAIT_MS 1500 /* how long a call waits for a connection */
+#define RPC_WHY_MS 500           /* then one direct attempt (at most) to find out why not */
 
 /*
  * What protects a server or a client: with a key, every connection proves
