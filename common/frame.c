@@ -72,10 +72,16 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
     switch (f->type) {
     case FRAME_HELLO:
-        r = msgpack_pack_array(&pk, 4) || msgpack_pack_int(&pk, f->type) ||
+        r = msgpack_pack_array(&pk, 5) || msgpack_pack_int(&pk, f->type) ||
             pack_str(&pk, f->worker) || msgpack_pack_uint64(&pk, f->incarnation) ||
             msgpack_pack_bin(&pk, f->has_mac ? AUTH_MAC_LEN : 0) ||
-            (f->has_mac && msgpack_pack_bin_body(&pk, f->mac, AUTH_MAC_LEN));
+            (f->has_mac && msgpack_pack_bin_body(&pk, f->mac, AUTH_MAC_LEN)) ||
+            msgpack_pack_bin(&pk, f->has_nonce ? AUTH_NONCE_LEN : 0) ||
+            (f->has_nonce && msgpack_pack_bin_body(&pk, f->nonce, AUTH_NONCE_LEN));
+        break;
+    case FRAME_WELCOME:
+        r = msgpack_pack_array(&pk, 2) || msgpack_pack_int(&pk, f->type) ||
+            msgpack_pack_bin(&pk, AUTH_MAC_LEN) || msgpack_pack_bin_body(&pk, f->mac, AUTH_MAC_LEN);
         break;
     case FRAME_CHALLENGE:
         r = msgpack_pack_array(&pk, 2) || msgpack_pack_int(&pk, f->type) ||
@@ -184,8 +190,8 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
 {
     int32_t st = 0;
     static const uint32_t fields[] = {
-        [FRAME_HELLO] = 4, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,   [FRAME_DATA] = 7,
-        [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2};
+        [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
+        [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2};
     const uint8_t *b;
     size_t blen;
     if (n != fields[f->type])
@@ -201,6 +207,20 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
         f->has_mac = blen == AUTH_MAC_LEN;
         if (f->has_mac)
             memcpy(f->mac, b, AUTH_MAC_LEN);
+        if (wire_bin(&b, &blen, AUTH_NONCE_LEN, &a[4], "nonce", err, errlen))
+            return -1;
+        if (blen != 0 && blen != AUTH_NONCE_LEN)
+            return msg_fail(err, errlen, "nonce of %zu bytes", blen);
+        f->has_nonce = blen == AUTH_NONCE_LEN;
+        if (f->has_nonce)
+            memcpy(f->nonce, b, AUTH_NONCE_LEN);
+        return 0;
+    case FRAME_WELCOME:
+        if (wire_bin(&b, &blen, AUTH_MAC_LEN, &a[1], "proof", err, errlen))
+            return -1;
+        if (blen != AUTH_MAC_LEN)
+            return msg_fail(err, errlen, "proof of %zu bytes", blen);
+        memcpy(f->mac, b, AUTH_MAC_LEN);
         return 0;
     case FRAME_CHALLENGE:
         if (wire_bin(&b, &blen, AUTH_NONCE_LEN, &a[1], "nonce", err, errlen))
@@ -260,7 +280,7 @@ frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_l
         goto out;
     }
     type = 0;
-    if (small_field(&type, &root.via.array.ptr[0], FRAME_CHALLENGE, "frame type", err, errlen) != 0)
+    if (small_field(&type, &root.via.array.ptr[0], FRAME_WELCOME, "frame type", err, errlen) != 0)
         goto out;
     if (type < FRAME_HELLO) {
         msg_fail(err, errlen, "unknown frame type %d", type);

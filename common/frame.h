@@ -45,10 +45,14 @@ typedef enum {
     FRAME_ABORT = 5,     /* an operation failed: status and message */
     FRAME_HEARTBEAT = 6, /* the link is alive */
     FRAME_CHALLENGE = 7, /* from the listener, with a token: the nonce HELLO must answer */
+    FRAME_WELCOME = 8,   /* from the listener, with a token: its proof for HELLO's nonce */
 } frame_type;
 
-/* The label of a link's proof: HMAC(secret, label || challenge nonce || worker || incarnation). */
+/* The label of a link's proofs: HMAC(secret, label || nonce || worker || incarnation). The
+ * dialer proves the token for the CHALLENGE nonce, as itself; the listener for the HELLO nonce,
+ * as the worker that was dialed (incarnation 0). */
 #define FRAME_LINK_LABEL "a2a link"
+#define FRAME_LINK_LISTENER_LABEL "a2a link listener"
 
 /* The operation a frame belongs to. */
 typedef struct {
@@ -64,8 +68,9 @@ typedef struct {
     char worker[CFG_WORKER_NAME_MAX + 1];
     uint64_t incarnation;
     int has_mac;                   /* HELLO: a proof of the token follows */
-    uint8_t mac[AUTH_MAC_LEN];     /* HELLO */
-    uint8_t nonce[AUTH_NONCE_LEN]; /* CHALLENGE */
+    uint8_t mac[AUTH_MAC_LEN];     /* HELLO, WELCOME */
+    int has_nonce;                 /* HELLO: a nonce for the listener's proof follows */
+    uint8_t nonce[AUTH_NONCE_LEN]; /* CHALLENGE, HELLO */
     /* READY: dst expects counts[i] elements from group rank srcs[i] */
     int64_t src, dst;                /* SLICE, DATA: group ranks; READY: dst */
     int32_t dtype;                   /* READY, SLICE */

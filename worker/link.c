@@ -248,17 +248,17 @@ read_frame(wsock *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, 
     return 0;
 }
 
-/* link_proof computes a dialer's proof of the token for the listener's challenge nonce. */
+/* link_proof computes a proof of the token for the other side's nonce (label: whose proof). */
 static void
-link_proof(const engine *e, const uint8_t nonce[AUTH_NONCE_LEN], const char *worker,
-           uint64_t incarnation, uint8_t mac[AUTH_MAC_LEN])
+link_proof(const engine *e, const char *label, const uint8_t nonce[AUTH_NONCE_LEN],
+           const char *worker, uint64_t incarnation, uint8_t mac[AUTH_MAC_LEN])
 {
     uint8_t who[CFG_WORKER_NAME_MAX + 1 + 8] = {0};
     size_t n = strlen(worker);
     memcpy(who, worker, n);
     for (int i = 0; i < 8; i++)
         who[n + 1 + i] = (uint8_t)(incarnation >> (56 - 8 * i));
-    auth_mac(&e->sec->key, FRAME_LINK_LABEL, nonce, AUTH_NONCE_LEN, who, n + 9, mac);
+    auth_mac(&e->sec->key, label, nonce, AUTH_NONCE_LEN, who, n + 9, mac);
 }
 
 /* ---- the sender thread of one peer ---- */
@@ -298,8 +298,42 @@ answer_challenge(engine *e, eng_peer *p, wsock *s, frame *hello)
         frame_fini(&ch);
         return NNG_EPROTO;
     }
-    link_proof(e, ch.nonce, hello->worker, hello->incarnation, hello->mac);
+    link_proof(e, FRAME_LINK_LABEL, ch.nonce, hello->worker, hello->incarnation, hello->mac);
     hello->has_mac = 1;
+    auth_nonce(hello->nonce); /* the listener proves the token for this one (WELCOME) */
+    hello->has_nonce = 1;
+    return 0;
+}
+
+/* check_welcome reads the listener's WELCOME on s: 0 when it proves the token, as p. */
+static int
+check_welcome(engine *e, eng_peer *p, wsock *s, const frame *hello)
+{
+    eng_receiver rx = {0};
+    uint8_t want[AUTH_MAC_LEN];
+    frame w;
+    uint64_t plen;
+    char why[256];
+    int ok;
+
+    if (read_frame(s, &rx, &w, &plen, 5000, why, sizeof(why)) != 0) {
+        log_warn("link to %s (%s): no WELCOME from the peer: %s", p->w->name, p->w->data_url, why);
+        free(rx.hdr);
+        free(rx.payload);
+        return NNG_EPEERAUTH;
+    }
+    free(rx.hdr);
+    free(rx.payload);
+    link_proof(e, FRAME_LINK_LISTENER_LABEL, hello->nonce, p->w->name, 0, want);
+    ok = w.type == FRAME_WELCOME && auth_equal(want, w.mac, AUTH_MAC_LEN);
+    frame_fini(&w);
+    if (!ok) {
+        log_warn("link to %s (%s): the listener did not prove the token (%s): not worker %s, "
+                 "or another security.token_file",
+                 p->w->name, p->w->data_url,
+                 w.type == FRAME_WELCOME ? "a wrong proof" : "no WELCOME", p->w->name);
+        return NNG_EPEERAUTH;
+    }
     return 0;
 }
 
@@ -322,6 +356,8 @@ sender_dial(engine *e, eng_peer *p)
     encode_frame(&sb, &f, 0);
     rv = send_bytes(s, sb.data, sb.size, NULL, 0);
     msgpack_sbuffer_destroy(&sb);
+    if (rv == 0 && e->sec->has_key)
+        rv = check_welcome(e, p, s, &f);
 out:
     pthread_mutex_lock(&e->mtx);
     if (rv != 0) {
@@ -571,6 +607,35 @@ send_challenge(wsock *s, frame *ch)
     return rv;
 }
 
+/* send_welcome proves the token to a dialer that proved it, for its HELLO nonce, as us. */
+static int
+send_welcome(engine *e, wsock *s, const uint8_t nonce[AUTH_NONCE_LEN])
+{
+    frame w = {.type = FRAME_WELCOME};
+    msgpack_sbuffer sb;
+    nng_iov iov;
+    int rv;
+
+    link_proof(e, FRAME_LINK_LISTENER_LABEL, nonce, e->self->name, 0, w.mac);
+    msgpack_sbuffer_init(&sb);
+    rv = encode_frame(&sb, &w, 0);
+    iov = (nng_iov){sb.data, sb.size};
+    if (rv == 0)
+        rv = wsock_io(s, &iov, 1, 0, 5000);
+    msgpack_sbuffer_destroy(&sb);
+    return rv;
+}
+
+/* peer_index: the peer index of the worker called name (not us), or -1. */
+static int
+peer_index(const engine *e, const char *name)
+{
+    for (size_t i = 0; i < e->npeers; i++)
+        if (strcmp(e->peers[i].w->name, name) == 0 && &e->cfg->workers[i] != e->self)
+            return (int)i;
+    return -1;
+}
+
 /* receiver_hello reads HELLO and binds the link to its peer; NULL with why. */
 static eng_peer *
 receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
@@ -594,18 +659,25 @@ receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
         return NULL;
     }
     if (e->sec->has_key) {
-        link_proof(e, ch.nonce, f.worker, f.incarnation, want);
+        link_proof(e, FRAME_LINK_LABEL, ch.nonce, f.worker, f.incarnation, want);
         if (!f.has_mac || !auth_equal(want, f.mac, AUTH_MAC_LEN)) {
             snprintf(why, whylen, "HELLO from \"%s\" %s: PERMISSION_DENIED", f.worker,
                      f.has_mac ? "with a wrong proof of the token"
                                : "without a proof of the token");
             return NULL;
         }
+        if (!f.has_nonce) {
+            snprintf(why, whylen, "HELLO from \"%s\" without a nonce for our proof", f.worker);
+            return NULL;
+        }
+        if (peer_index(e, f.worker) >= 0 && (rv = send_welcome(e, in->s, f.nonce)) != 0) {
+            snprintf(why, whylen, "cannot send WELCOME to \"%s\": %s", f.worker, nng_strerror(rv));
+            return NULL;
+        }
     }
     pthread_mutex_lock(&e->mtx);
-    for (size_t i = 0; i < e->npeers; i++)
-        if (strcmp(e->peers[i].w->name, f.worker) == 0 && &e->cfg->workers[i] != e->self)
-            p = &e->peers[i];
+    if ((rv = peer_index(e, f.worker)) >= 0)
+        p = &e->peers[rv];
     if (p == NULL) {
         snprintf(why, whylen, "HELLO from unknown worker \"%s\"", f.worker);
     } else {

@@ -26,6 +26,9 @@ frame_equal(const frame *a, const frame *b)
         a->dtype != b->dtype || a->n != b->n || a->count != b->count || a->status != b->status ||
         a->offset != b->offset || strcmp(a->message, b->message) != 0)
         return 0;
+    if (a->has_mac != b->has_mac || a->has_nonce != b->has_nonce ||
+        memcmp(a->mac, b->mac, sizeof(a->mac)) != 0 || memcmp(a->nonce, b->nonce, sizeof(a->nonce)))
+        return 0;
     if (a->n > 0 && (memcmp(a->srcs, b->srcs, a->n * sizeof(*a->srcs)) != 0 ||
                      memcmp(a->counts, b->counts, a->n * sizeof(*a->counts)) != 0))
         return 0;
@@ -44,7 +47,7 @@ fuzz_header(const uint8_t *buf, size_t len, uint64_t payload_len)
         frame_fini(&a);
         return;
     }
-    CHECK(a.type >= FRAME_HELLO && a.type <= FRAME_HEARTBEAT);
+    CHECK(a.type >= FRAME_HELLO && a.type <= FRAME_WELCOME);
     CHECK((a.n == 0) == (a.srcs == NULL) && (a.n == 0) == (a.counts == NULL));
     CHECK(a.type == FRAME_READY || a.n == 0);
     msgpack_sbuffer_init(&sb);

@@ -21,6 +21,11 @@
  *   tls-peer DATA_URL CERT KEY CA refused|accepted
  *                                           a TLS link presenting CERT, trusting
  *                                           CA for the worker's certificate
+ *   rogue-listener DATA_URL                 listens where a worker will dial,
+ *                                           without the token: CHALLENGE, reads
+ *                                           HELLO, a WELCOME with a made-up
+ *                                           proof; the dialer must close the
+ *                                           link without sending anything more
  */
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -219,8 +224,9 @@ send_frame(conn *c, const frame *f)
 static int
 send_hello(conn *c, const char *worker, uint64_t incarnation, const uint8_t *mac)
 {
-    frame f = {.type = FRAME_HELLO, .incarnation = incarnation};
+    frame f = {.type = FRAME_HELLO, .incarnation = incarnation, .has_nonce = 1};
     snprintf(f.worker, sizeof(f.worker), "%s", worker);
+    random_bytes(f.nonce, sizeof(f.nonce)); /* for the WELCOME we never wait for */
     if (mac != NULL) {
         f.has_mac = 1;
         memcpy(f.mac, mac, AUTH_MAC_LEN);
@@ -247,7 +253,7 @@ link_proof(const auth_key *k, const uint8_t nonce[AUTH_NONCE_LEN], const char *w
  * CLOSE_WAIT_MS (whatever it sent before), -1 when the connection stayed open.
  */
 static int
-expect_closed(conn *c, const char *what)
+expect_closed(conn *c, const char *what, size_t *more)
 {
     int64_t end = now_ms() + CLOSE_WAIT_MS, start = now_ms();
     size_t extra = 0;
@@ -275,6 +281,8 @@ expect_closed(conn *c, const char *what)
             continue; /* the loop reports it */
         say("%s: closed by the worker after %lld ms (%s; %zu more bytes first)", what,
             (long long)(now_ms() - start), rv == 0 ? "end of stream" : nng_strerror(rv), extra);
+        if (more != NULL)
+            *more = extra;
         return 0;
     }
 }
@@ -298,7 +306,7 @@ mode_link_noproof(const char *url, const char *worker)
     say("CHALLENGE received; answering HELLO as \"%s\" without a proof", worker);
     if ((rv = send_hello(&c, worker, 0x5ec0de, NULL)) != 0)
         say("sending HELLO: %s (closed already)", nng_strerror(rv));
-    bad = expect_closed(&c, "HELLO without a proof");
+    bad = expect_closed(&c, "HELLO without a proof", NULL);
     conn_close(&c);
     return bad ? 1 : 0;
 }
@@ -332,7 +340,7 @@ mode_link_replay(const char *url, const char *token_file, const char *worker)
             worker);
         if ((rv = send_hello(&b, worker, 0x5ec0de, mac)) != 0)
             say("sending HELLO: %s (closed already)", nng_strerror(rv));
-        bad = expect_closed(&b, "a proof for another connection's challenge");
+        bad = expect_closed(&b, "a proof for another connection's challenge", NULL);
     }
     conn_close(&a);
     conn_close(&b);
@@ -359,7 +367,7 @@ mode_link_control(const char *url, const char *token_file, const char *name)
     say("sending a correct proof as the unknown worker \"%s\"", name);
     if ((rv = send_hello(&c, name, 0x5ec0de, mac)) != 0)
         say("sending HELLO: %s (closed already)", nng_strerror(rv));
-    bad = expect_closed(&c, "a correct proof from an unknown worker");
+    bad = expect_closed(&c, "a correct proof from an unknown worker", NULL);
     conn_close(&c);
     auth_key_wipe(&k);
     return bad ? 1 : 0;
@@ -391,11 +399,72 @@ mode_link_garbage(const char *url)
         }
         if (rv != 0)
             say("sending: %s (closed already)", nng_strerror(rv));
-        bad |= expect_closed(&c, round == 0 ? "8 KiB of random bytes"
-                                            : "a valid prefix and a random header");
+        bad |= expect_closed(
+            &c, round == 0 ? "8 KiB of random bytes" : "a valid prefix and a random header", NULL);
         conn_close(&c);
     }
     return bad ? 1 : 0;
+}
+
+/*
+ * mode_rogue_listener: a listener on a worker's data port that does not know
+ * the token. A worker that dials it gets a CHALLENGE, answers HELLO (with
+ * its proof, useless to us, and a nonce), and must refuse our made-up WELCOME:
+ * close the link without a single frame more (no READY, no data).
+ */
+static int
+mode_rogue_listener(const char *url)
+{
+    nng_stream_listener *l = NULL;
+    frame ch = {.type = FRAME_CHALLENGE}, hello, w = {.type = FRAME_WELCOME};
+    conn c = {0};
+    size_t more = 0;
+    int rv, bad = 1;
+
+    if ((rv = nng_stream_listener_alloc(&l, url)) != 0 ||
+        (rv = nng_stream_listener_listen(l)) != 0 || (rv = nng_aio_alloc(&c.aio, NULL, NULL))) {
+        say("cannot listen on %s: %s", url, nng_strerror(rv));
+        goto out;
+    }
+    say("listening on %s", url);
+    nng_aio_set_timeout(c.aio, 20000);
+    nng_stream_listener_accept(l, c.aio);
+    nng_aio_wait(c.aio);
+    if ((rv = nng_aio_result(c.aio)) != 0) {
+        say("no worker dialed within 20 s: %s", nng_strerror(rv));
+        goto out;
+    }
+    c.s = nng_aio_get_output(c.aio, 0);
+    random_bytes(ch.nonce, sizeof(ch.nonce));
+    if ((rv = send_frame(&c, &ch)) != 0) {
+        say("sending CHALLENGE: %s", nng_strerror(rv));
+        goto out;
+    }
+    if (read_frame(&c, &hello) != 0)
+        goto out;
+    say("HELLO from \"%s\" (%s, %s)", hello.worker, hello.has_mac ? "a proof" : "no proof",
+        hello.has_nonce ? "a nonce for ours" : "no nonce");
+    if (hello.type != FRAME_HELLO || !hello.has_nonce) {
+        say("FAILED: the dialer sent no HELLO with a nonce: it could not check the listener");
+        goto out;
+    }
+    random_bytes(w.mac, sizeof(w.mac));
+    if ((rv = send_frame(&c, &w)) != 0)
+        say("sending WELCOME: %s (closed already)", nng_strerror(rv));
+    if (expect_closed(&c, "a WELCOME with a made-up proof", &more) != 0)
+        goto out;
+    if (more > 0) {
+        say("FAILED: the dialer sent %zu bytes after HELLO to a listener that did not prove "
+            "the token",
+            more);
+        goto out;
+    }
+    bad = 0;
+out:
+    conn_close(&c);
+    if (l != NULL)
+        nng_stream_listener_free(l);
+    return bad;
 }
 
 /* ---- RPC, spoken by hand on raw REQ sockets ---- */
@@ -653,6 +722,7 @@ usage(void)
                     "       security_check link-replay DATA_URL TOKEN_FILE [WORKER]\n"
                     "       security_check link-control DATA_URL TOKEN_FILE NAME\n"
                     "       security_check link-garbage DATA_URL\n"
+                    "       security_check rogue-listener DATA_URL\n"
                     "       security_check rpc-replay API_URL TOKEN_FILE\n"
                     "       security_check tls-peer DATA_URL CERT KEY CA refused|accepted\n");
     return 2;
@@ -674,6 +744,8 @@ main(int argc, char **argv)
         rc = mode_link_control(argv[2], argv[3], argv[4]);
     else if (strcmp(mode, "link-garbage") == 0 && argc == 3)
         rc = mode_link_garbage(argv[2]);
+    else if (strcmp(mode, "rogue-listener") == 0 && argc == 3)
+        rc = mode_rogue_listener(argv[2]);
     else if (strcmp(mode, "rpc-replay") == 0 && argc == 4)
         rc = mode_rpc_replay(argv[2], argv[3]);
     else if (strcmp(mode, "tls-peer") == 0 && argc == 7 &&

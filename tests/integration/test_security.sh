@@ -268,6 +268,29 @@ for r in 0 1 2 3; do
 done
 alive
 exchange after 8
+
+echo "a listener without the token on node-b's data port (node-b stopped):"
+kill "${pid[node-b]}" 2>/dev/null
+wait "${pid[node-b]}" 2>/dev/null
+"$sec" rogue-listener "$(data_url 1)" >"$dir/rogue.log" 2>&1 &
+rogue=$!
+for ((i = 0; i < 50; i++)); do
+    grep -q "listening on" "$dir/rogue.log" && break
+    sleep 0.1
+done
+# rank 0 alone: node-a dials node-b for its READY and must refuse the rogue's WELCOME
+A2A_WORKER_URL=$(api_url 0) A2A_RANK=0 A2A_WORLD_SIZE=4 A2A_COORDINATOR_URL=$(coord_url) \
+    timeout 30 "$check" random 1 1 >"$dir/rogue-job.log" 2>&1
+wait "$rogue"
+rc=$?
+sed 's/^/  /' "$dir/rogue.log"
+((rc == 0)) || fail "the rogue listener's check failed"
+grep -q "node-b.*the listener did not prove the token" "$dir/node-a.log" ||
+    fail "node-a's log does not say that node-b's listener did not prove the token"
+echo "  node-a: $(grep -m1 "the listener did not prove the token" "$dir/node-a.log" | sed 's/.*: warn: //')"
+grep -q "UNAVAILABLE.*node-b" "$dir/rogue-job.log" ||
+    fail "the job did not get UNAVAILABLE naming node-b: $(cat "$dir/rogue-job.log")"
+echo "  the job: $(grep -m1 "UNAVAILABLE" "$dir/rogue-job.log")"
 unset A2A_TOKEN_FILE
 stop_cluster
 echo "part 1 (token): PASS"

@@ -231,8 +231,73 @@ test_hello_round_trip(void)
     memset(in.mac, 0xAB, sizeof(in.mac));
     round_trip(&in, 0, &out);
     CU_ASSERT_TRUE(out.has_mac);
+    CU_ASSERT_FALSE(out.has_nonce);
     CU_ASSERT_EQUAL(memcmp(out.mac, in.mac, sizeof(in.mac)), 0);
     frame_fini(&out);
+
+    in.has_nonce = 1; /* and a nonce for the listener's proof */
+    for (size_t i = 0; i < sizeof(in.nonce); i++)
+        in.nonce[i] = (uint8_t)(255 - i);
+    round_trip(&in, 0, &out);
+    CU_ASSERT_TRUE(out.has_mac && out.has_nonce);
+    CU_ASSERT_EQUAL(memcmp(out.mac, in.mac, sizeof(in.mac)), 0);
+    CU_ASSERT_EQUAL(memcmp(out.nonce, in.nonce, sizeof(in.nonce)), 0);
+    frame_fini(&out);
+}
+
+static void
+test_welcome_round_trip(void)
+{
+    frame in = {.type = FRAME_WELCOME}, out;
+    for (size_t i = 0; i < sizeof(in.mac); i++)
+        in.mac[i] = (uint8_t)(i * 13 + 5);
+    round_trip(&in, 0, &out);
+    CU_ASSERT_EQUAL(out.type, FRAME_WELCOME);
+    CU_ASSERT_EQUAL(memcmp(out.mac, in.mac, sizeof(in.mac)), 0);
+    frame_fini(&out);
+}
+
+/* A proof or a nonce of another length than 32 bytes is refused, naming the field. */
+static void
+test_auth_field_lengths(void)
+{
+    static const size_t lens[] = {1, 16, 31, 33, 64};
+    uint8_t bytes[64] = {0};
+    mbuf b;
+
+    for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+        mb_init(&b); /* HELLO's nonce */
+        msgpack_pack_array(&b.pk, 5);
+        msgpack_pack_int(&b.pk, FRAME_HELLO);
+        mb_str(&b, "w0");
+        msgpack_pack_uint64(&b.pk, 1);
+        msgpack_pack_bin(&b.pk, 32);
+        msgpack_pack_bin_body(&b.pk, bytes, 32);
+        msgpack_pack_bin(&b.pk, lens[k]);
+        msgpack_pack_bin_body(&b.pk, bytes, lens[k]);
+        expect_fail(b.sb.data, b.sb.size, 0, "nonce", "HELLO nonce length");
+        mb_fini(&b);
+        mb_init(&b); /* WELCOME's proof */
+        msgpack_pack_array(&b.pk, 2);
+        msgpack_pack_int(&b.pk, FRAME_WELCOME);
+        msgpack_pack_bin(&b.pk, lens[k]);
+        msgpack_pack_bin_body(&b.pk, bytes, lens[k]);
+        expect_fail(b.sb.data, b.sb.size, 0, "proof", "WELCOME proof length");
+        mb_fini(&b);
+    }
+    mb_init(&b); /* a WELCOME without a proof */
+    msgpack_pack_array(&b.pk, 2);
+    msgpack_pack_int(&b.pk, FRAME_WELCOME);
+    msgpack_pack_bin(&b.pk, 0);
+    expect_fail(b.sb.data, b.sb.size, 0, "proof", "WELCOME proof empty");
+    mb_fini(&b);
+    mb_init(&b); /* and with a payload */
+    msgpack_pack_array(&b.pk, 2);
+    msgpack_pack_int(&b.pk, FRAME_WELCOME);
+    msgpack_pack_bin(&b.pk, 32);
+    msgpack_pack_bin_body(&b.pk, bytes, 32);
+    expect_fail(b.sb.data, b.sb.size, 32, "payload", "WELCOME with a payload");
+    mb_fini(&b);
 }
 
 static void
@@ -459,7 +524,7 @@ test_encode_unknown_type(void)
 
     msgpack_sbuffer_init(&sb);
     CU_ASSERT_EQUAL(frame_header_encode(&sb, &f), -1);
-    f.type = (frame_type)8;
+    f.type = (frame_type)9; /* one past FRAME_WELCOME */
     CU_ASSERT_EQUAL(frame_header_encode(&sb, &f), -1);
     msgpack_sbuffer_destroy(&sb);
 }
@@ -478,8 +543,8 @@ test_fini_zeroed(void)
 
 /* The number of fields of each type, the type itself included. */
 static const uint32_t nfields[] = {
-    [FRAME_HELLO] = 4, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,   [FRAME_DATA] = 7,
-    [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2};
+    [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
+    [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2};
 
 enum field_kind { F_TYPE, F_STR, F_U64, F_I64, F_LIST, F_BIN32 };
 
@@ -491,7 +556,8 @@ kind_of(int t, uint32_t i)
         return F_TYPE;
     switch (t) {
     case FRAME_HELLO: return i == 1 ? F_STR : i == 2 ? F_U64 : F_BIN32;
-    case FRAME_CHALLENGE: return F_BIN32;
+    case FRAME_CHALLENGE:
+    case FRAME_WELCOME: return F_BIN32;
     case FRAME_READY: return i == 1 ? F_STR : i <= 3 ? F_U64 : i == 6 ? F_LIST : F_I64;
     case FRAME_SLICE: return i == 1 || i == 9 ? F_STR : i <= 3 ? F_U64 : F_I64;
     case FRAME_DATA: return i == 1 ? F_STR : i <= 3 || i == 6 ? F_U64 : F_I64;
@@ -589,7 +655,7 @@ static void
 test_builder_valid(void)
 {
     mbuf b;
-    for (int t = FRAME_HELLO; t <= FRAME_CHALLENGE; t++) {
+    for (int t = FRAME_HELLO; t <= FRAME_WELCOME; t++) {
         build(&b, t, nfields[t], -1, W_NIL);
         expect_ok(b.sb.data, b.sb.size, payload_for(t), "built frame");
         mb_fini(&b);
@@ -602,7 +668,7 @@ test_wrong_field_count(void)
     char needle[64];
     mbuf b;
 
-    for (int t = FRAME_HELLO; t <= FRAME_CHALLENGE; t++) {
+    for (int t = FRAME_HELLO; t <= FRAME_WELCOME; t++) {
         uint32_t counts[] = {1, nfields[t] - 1, nfields[t] + 1, 11, 16};
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
             if (counts[k] == nfields[t] || counts[k] == 0)
@@ -624,7 +690,7 @@ test_wrong_field_types(void)
 {
     mbuf b;
 
-    for (int t = FRAME_HELLO; t <= FRAME_CHALLENGE; t++)
+    for (int t = FRAME_HELLO; t <= FRAME_WELCOME; t++)
         for (uint32_t i = 0; i < nfields[t]; i++)
             for (int w = 0; w < W_COUNT; w++) {
                 /* every wrong value fails every field, but 2^63 is a valid u64 */
@@ -658,7 +724,7 @@ test_top_level(void)
 static void
 test_unknown_type(void)
 {
-    static const int64_t types[] = {0, 7, 8, 255, -1, -128, INT64_MIN, INT64_MAX};
+    static const int64_t types[] = {0, 9, 10, 255, -1, -128, INT64_MIN, INT64_MAX};
     char needle[32];
     mbuf b;
 
@@ -690,13 +756,18 @@ static size_t
 valid_headers(msgpack_sbuffer *sb, uint64_t *payload, size_t max)
 {
     static int64_t srcs[3] = {0, 5, 65535}, counts[3] = {0, 300, INT64_MAX};
-    frame f[7];
+    frame f[10];
     size_t n = 0;
 
     memset(f, 0, sizeof(f));
     f[n].type = FRAME_HELLO;
     snprintf(f[n].worker, sizeof(f[n].worker), "worker-1");
+    f[n].has_mac = f[n].has_nonce = 1;
+    memset(f[n].mac, 0x11, sizeof(f[n].mac));
+    memset(f[n].nonce, 0x22, sizeof(f[n].nonce));
     f[n++].incarnation = 77777;
+    f[n].type = FRAME_WELCOME;
+    memset(f[n++].mac, 0x33, sizeof(f[0].mac));
     f[n++].type = FRAME_HEARTBEAT;
     f[n].type = FRAME_READY;
     set_opid(&f[n], "grp", 2, 3);
@@ -734,9 +805,9 @@ valid_headers(msgpack_sbuffer *sb, uint64_t *payload, size_t max)
 static void
 test_truncated(void)
 {
-    msgpack_sbuffer sb[8];
-    uint64_t pl[8];
-    size_t n = valid_headers(sb, pl, 8);
+    msgpack_sbuffer sb[10];
+    uint64_t pl[10];
+    size_t n = valid_headers(sb, pl, 10);
 
     for (size_t i = 0; i < n; i++) {
         expect_ok(sb[i].data, sb[i].size, pl[i], "whole header");
@@ -749,9 +820,9 @@ test_truncated(void)
 static void
 test_trailing_bytes(void)
 {
-    msgpack_sbuffer sb[8];
-    uint64_t pl[8];
-    size_t n = valid_headers(sb, pl, 8);
+    msgpack_sbuffer sb[10];
+    uint64_t pl[10];
+    size_t n = valid_headers(sb, pl, 10);
 
     for (size_t i = 0; i < n; i++) {
         msgpack_sbuffer_write(&sb[i], "\x00", 1);
@@ -765,9 +836,9 @@ test_trailing_bytes(void)
 static void
 test_payload_rules(void)
 {
-    msgpack_sbuffer sb[8];
-    uint64_t pl[8];
-    size_t n = valid_headers(sb, pl, 8);
+    msgpack_sbuffer sb[10];
+    uint64_t pl[10];
+    size_t n = valid_headers(sb, pl, 10);
 
     for (size_t i = 0; i < n; i++) {
         if (pl[i] == 0) {
@@ -879,19 +950,21 @@ test_string_limits(void)
     mbuf b;
 
     mb_init(&b);
-    msgpack_pack_array(&b.pk, 4);
+    msgpack_pack_array(&b.pk, 5);
     msgpack_pack_int(&b.pk, FRAME_HELLO);
     mb_str(&b, w);
     msgpack_pack_uint64(&b.pk, 1);
+    msgpack_pack_bin(&b.pk, 0);
     msgpack_pack_bin(&b.pk, 0);
     expect_fail(b.sb.data, b.sb.size, 0, "64", "worker of 64 bytes");
     mb_fini(&b);
 
     mb_init(&b);
-    msgpack_pack_array(&b.pk, 4);
+    msgpack_pack_array(&b.pk, 5);
     msgpack_pack_int(&b.pk, FRAME_HELLO);
     mb_strn(&b, "w\0", 2);
     msgpack_pack_uint64(&b.pk, 1);
+    msgpack_pack_bin(&b.pk, 0);
     msgpack_pack_bin(&b.pk, 0);
     expect_fail(b.sb.data, b.sb.size, 0, "NUL", "NUL in worker");
     mb_fini(&b);
@@ -1233,6 +1306,8 @@ main(int argc, char **argv)
         {"prefix malformed", test_prefix_malformed},
         {"HELLO round trip", test_hello_round_trip},
         {"CHALLENGE round trip", test_challenge_round_trip},
+        {"WELCOME round trip", test_welcome_round_trip},
+        {"proof and nonce lengths", test_auth_field_lengths},
         {"HEARTBEAT round trip", test_heartbeat_round_trip},
         {"READY round trip, no pairs", test_ready_round_trip_empty},
         {"READY round trip, many pairs", test_ready_round_trip_many},
