@@ -185,6 +185,25 @@ ready_decode(frame *f, const msgpack_object *a, char *err, size_t errlen)
     return 0;
 }
 
+/* auth_field reads a proof or nonce of exactly len bytes into out; with has, it may also be
+ * empty (*has tells which). */
+static int
+auth_field(uint8_t *out, size_t len, int *has, const msgpack_object *o, const char *name, char *err,
+           size_t errlen)
+{
+    const uint8_t *b;
+    size_t blen;
+    if (wire_bin(&b, &blen, len, o, name, err, errlen))
+        return -1;
+    if (blen != len && (has == NULL || blen != 0))
+        return msg_fail(err, errlen, "%s of %zu bytes", name, blen);
+    if (has != NULL)
+        *has = blen == len;
+    if (blen == len)
+        memcpy(out, b, len);
+    return 0;
+}
+
 static int
 body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t errlen)
 {
@@ -192,43 +211,20 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
     static const uint32_t fields[] = {
         [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
         [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2};
-    const uint8_t *b;
-    size_t blen;
     if (n != fields[f->type])
         return msg_fail(err, errlen, "frame type %d with %u fields", f->type, n);
     switch (f->type) {
     case FRAME_HELLO:
-        if (wire_str(f->worker, CFG_WORKER_NAME_MAX, &a[1], "worker", err, errlen) ||
-            wire_u64(&f->incarnation, &a[2], "incarnation", err, errlen) ||
-            wire_bin(&b, &blen, AUTH_MAC_LEN, &a[3], "proof", err, errlen))
-            return -1;
-        if (blen != 0 && blen != AUTH_MAC_LEN)
-            return msg_fail(err, errlen, "proof of %zu bytes", blen);
-        f->has_mac = blen == AUTH_MAC_LEN;
-        if (f->has_mac)
-            memcpy(f->mac, b, AUTH_MAC_LEN);
-        if (wire_bin(&b, &blen, AUTH_NONCE_LEN, &a[4], "nonce", err, errlen))
-            return -1;
-        if (blen != 0 && blen != AUTH_NONCE_LEN)
-            return msg_fail(err, errlen, "nonce of %zu bytes", blen);
-        f->has_nonce = blen == AUTH_NONCE_LEN;
-        if (f->has_nonce)
-            memcpy(f->nonce, b, AUTH_NONCE_LEN);
-        return 0;
-    case FRAME_WELCOME:
-        if (wire_bin(&b, &blen, AUTH_MAC_LEN, &a[1], "proof", err, errlen))
-            return -1;
-        if (blen != AUTH_MAC_LEN)
-            return msg_fail(err, errlen, "proof of %zu bytes", blen);
-        memcpy(f->mac, b, AUTH_MAC_LEN);
-        return 0;
+        return wire_str(f->worker, CFG_WORKER_NAME_MAX, &a[1], "worker", err, errlen) ||
+                       wire_u64(&f->incarnation, &a[2], "incarnation", err, errlen) ||
+                       auth_field(f->mac, AUTH_MAC_LEN, &f->has_mac, &a[3], "proof", err, errlen) ||
+                       auth_field(f->nonce, AUTH_NONCE_LEN, &f->has_nonce, &a[4], "nonce", err,
+                                  errlen)
+                   ? -1
+                   : 0;
+    case FRAME_WELCOME: return auth_field(f->mac, AUTH_MAC_LEN, NULL, &a[1], "proof", err, errlen);
     case FRAME_CHALLENGE:
-        if (wire_bin(&b, &blen, AUTH_NONCE_LEN, &a[1], "nonce", err, errlen))
-            return -1;
-        if (blen != AUTH_NONCE_LEN)
-            return msg_fail(err, errlen, "nonce of %zu bytes", blen);
-        memcpy(f->nonce, b, AUTH_NONCE_LEN);
-        return 0;
+        return auth_field(f->nonce, AUTH_NONCE_LEN, NULL, &a[1], "nonce", err, errlen);
     case FRAME_HEARTBEAT: return 0;
     case FRAME_READY:
         return opid_decode(&f->id, &a[1], err, errlen) || ready_decode(f, a, err, errlen) ? -1 : 0;

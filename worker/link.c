@@ -589,17 +589,16 @@ sender_thread(void *arg)
 
 /* ---- incoming links ---- */
 
-/* send_challenge sends a CHALLENGE with a fresh nonce (kept in ch) on an incoming link. */
+/* write_handshake writes a frame without payload on an incoming link (CHALLENGE, WELCOME). */
 static int
-send_challenge(wsock *s, frame *ch)
+write_handshake(wsock *s, const frame *f)
 {
     msgpack_sbuffer sb;
     nng_iov iov;
     int rv;
 
-    auth_nonce(ch->nonce);
     msgpack_sbuffer_init(&sb);
-    rv = encode_frame(&sb, ch, 0);
+    rv = encode_frame(&sb, f, 0);
     iov = (nng_iov){sb.data, sb.size};
     if (rv == 0)
         rv = wsock_io(s, &iov, 1, 0, 5000);
@@ -607,23 +606,21 @@ send_challenge(wsock *s, frame *ch)
     return rv;
 }
 
+/* send_challenge sends a CHALLENGE with a fresh nonce (kept in ch) on an incoming link. */
+static int
+send_challenge(wsock *s, frame *ch)
+{
+    auth_nonce(ch->nonce);
+    return write_handshake(s, ch);
+}
+
 /* send_welcome proves the token to a dialer that proved it, for its HELLO nonce, as us. */
 static int
 send_welcome(engine *e, wsock *s, const uint8_t nonce[AUTH_NONCE_LEN])
 {
     frame w = {.type = FRAME_WELCOME};
-    msgpack_sbuffer sb;
-    nng_iov iov;
-    int rv;
-
     link_proof(e, FRAME_LINK_LISTENER_LABEL, nonce, e->self->name, 0, w.mac);
-    msgpack_sbuffer_init(&sb);
-    rv = encode_frame(&sb, &w, 0);
-    iov = (nng_iov){sb.data, sb.size};
-    if (rv == 0)
-        rv = wsock_io(s, &iov, 1, 0, 5000);
-    msgpack_sbuffer_destroy(&sb);
-    return rv;
+    return write_handshake(s, &w);
 }
 
 /* peer_index: the peer index of the worker called name (not us), or -1. */
