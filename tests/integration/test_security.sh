@@ -278,9 +278,13 @@ for ((i = 0; i < 50; i++)); do
     grep -q "listening on" "$dir/rogue.log" && break
     sleep 0.1
 done
-# rank 0 alone: node-a dials node-b for its READY and must refuse the rogue's WELCOME
-A2A_WORKER_URL=$(api_url 0) A2A_RANK=0 A2A_WORLD_SIZE=4 A2A_COORDINATOR_URL=$(coord_url) \
-    timeout 30 "$check" random 1 1 >"$dir/rogue-job.log" 2>&1
+# rank 0 alone: node-a dials node-b for its READY and must refuse the rogue's WELCOME (again
+# if node-a had not yet noticed that node-b's old link is gone, and failed the op for that)
+for ((i = 0; i < 3; i++)); do
+    A2A_WORKER_URL=$(api_url 0) A2A_RANK=0 A2A_WORLD_SIZE=4 A2A_COORDINATOR_URL=$(coord_url) \
+        timeout 30 "$check" random 1 1 >"$dir/rogue-job.log" 2>&1
+    grep -q "HELLO from" "$dir/rogue.log" && break
+done
 wait "$rogue"
 rc=$?
 sed 's/^/  /' "$dir/rogue.log"
