@@ -274,30 +274,41 @@ send_bytes(wsock *s, const void *b1, size_t n1, const void *b2, size_t n2)
     return wsock_io(s, iov, n2 > 0 ? 2 : 1, 0, ENGINE_LINK_DEAD_MS);
 }
 
+/* read_handshake reads the next frame on our link s to p, which must be of type want; 0, or -1
+ * (logged, with hint). */
+static int
+read_handshake(eng_peer *p, wsock *s, frame_type want, const char *name, const char *hint, frame *f)
+{
+    eng_receiver rx = {0};
+    uint64_t plen;
+    char why[256];
+    int rv = read_frame(s, &rx, f, &plen, 5000, why, sizeof(why));
+
+    free(rx.hdr);
+    free(rx.payload);
+    if (rv != 0) {
+        log_warn("link to %s (%s): no %s from the peer (%s): %s", p->w->name, p->w->data_url, name,
+                 why, hint);
+        return -1;
+    }
+    if (f->type != want) {
+        log_warn("link to %s (%s): the peer sent frame type %d, not %s: %s", p->w->name,
+                 p->w->data_url, f->type, name, hint);
+        frame_fini(f);
+        return -1;
+    }
+    return 0;
+}
+
 /* answer_challenge reads the listener's CHALLENGE on s and puts the proof into hello. */
 static int
 answer_challenge(engine *e, eng_peer *p, wsock *s, frame *hello)
 {
-    eng_receiver rx = {0};
     frame ch;
-    uint64_t plen;
-    char why[256];
 
-    if (read_frame(s, &rx, &ch, &plen, 5000, why, sizeof(why)) != 0) {
-        log_warn("link to %s: no challenge from the peer: %s", p->w->name, why);
-        free(rx.hdr);
-        free(rx.payload);
+    if (read_handshake(p, s, FRAME_CHALLENGE, "CHALLENGE",
+                       "is its security.token_file set as ours is?", &ch) != 0)
         return NNG_EPROTO;
-    }
-    free(rx.hdr);
-    free(rx.payload);
-    if (ch.type != FRAME_CHALLENGE) {
-        log_warn("link to %s: the peer sent frame type %d, not CHALLENGE: is its "
-                 "security.token_file set as ours is?",
-                 p->w->name, ch.type);
-        frame_fini(&ch);
-        return NNG_EPROTO;
-    }
     link_proof(e, FRAME_LINK_LABEL, ch.nonce, hello->worker, hello->incarnation, hello->mac);
     hello->has_mac = 1;
     auth_nonce(hello->nonce); /* the listener proves the token for this one (WELCOME) */
@@ -309,29 +320,16 @@ answer_challenge(engine *e, eng_peer *p, wsock *s, frame *hello)
 static int
 check_welcome(engine *e, eng_peer *p, wsock *s, const frame *hello)
 {
-    eng_receiver rx = {0};
+    static const char hint[] = "the listener did not prove the token: it is not the worker we "
+                               "dialed, or has another security.token_file";
     uint8_t want[AUTH_MAC_LEN];
     frame w;
-    uint64_t plen;
-    char why[256];
-    int ok;
 
-    if (read_frame(s, &rx, &w, &plen, 5000, why, sizeof(why)) != 0) {
-        log_warn("link to %s (%s): no WELCOME from the peer: %s", p->w->name, p->w->data_url, why);
-        free(rx.hdr);
-        free(rx.payload);
+    if (read_handshake(p, s, FRAME_WELCOME, "WELCOME", hint, &w) != 0)
         return NNG_EPEERAUTH;
-    }
-    free(rx.hdr);
-    free(rx.payload);
     link_proof(e, FRAME_LINK_LISTENER_LABEL, hello->nonce, p->w->name, 0, want);
-    ok = w.type == FRAME_WELCOME && auth_equal(want, w.mac, AUTH_MAC_LEN);
-    frame_fini(&w);
-    if (!ok) {
-        log_warn("link to %s (%s): the listener did not prove the token (%s): not worker %s, "
-                 "or another security.token_file",
-                 p->w->name, p->w->data_url,
-                 w.type == FRAME_WELCOME ? "a wrong proof" : "no WELCOME", p->w->name);
+    if (!auth_equal(want, w.mac, AUTH_MAC_LEN)) {
+        log_warn("link to %s (%s): a wrong proof in WELCOME: %s", p->w->name, p->w->data_url, hint);
         return NNG_EPEERAUTH;
     }
     return 0;
