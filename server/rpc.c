@@ -461,8 +461,10 @@ client_why(rpc_client *c, int ms, char *why, size_t len)
     nng_iov iov;
     int rv;
 
-    if ((rv = nng_stream_dialer_alloc(&d, c->url)) != 0 ||
-        (rv = nng_aio_alloc(&aio, NULL, NULL)) != 0 ||
+    why[0] = '\0';
+    if (nng_stream_dialer_alloc(&d, c->url) != 0)
+        return; /* not a stream (inproc://): nothing more to learn */
+    if ((rv = nng_aio_alloc(&aio, NULL, NULL)) != 0 ||
         (c->tls != NULL && (rv = nng_stream_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, c->tls)) != 0))
         goto out;
     nng_aio_set_timeout(aio, ms);
