@@ -28,18 +28,17 @@
 #include "chan.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/shmchan.h"
 #include "common/status.h"
+#include "shm.h"
 #include "xfer.h"
 
 typedef struct chan chan;
@@ -194,28 +193,18 @@ chan_set_alloc(chan_set **out, engine *e)
 static a2a_status
 chan_map(uint8_t **mem, pid_t pid, int64_t fd, uint64_t len, char *err, size_t errlen)
 {
-    char path[64];
-    struct stat st;
-    int f, seals;
+    a2a_status st;
     void *p;
+    int f;
 
     *mem = NULL;
-    snprintf(path, sizeof(path), "/proc/%d/fd/%lld", (int)pid, (long long)fd);
-    if ((f = open(path, O_RDWR | O_CLOEXEC)) < 0)
-        return status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED, "cannot open %s: %s", path,
-                           strerror(errno));
-    /* sealed against shrinking, or the job could truncate it under us (SIGBUS here) */
-    seals = fcntl(f, F_GET_SEALS);
-    if (fstat(f, &st) != 0 || (uint64_t)st.st_size < len || seals < 0 || !(seals & F_SEAL_SHRINK)) {
-        close(f);
-        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
-                           "%s is not a memfd of %llu bytes sealed against shrinking", path,
-                           (unsigned long long)len);
-    }
+    if ((st = shm_open_memfd(pid, fd, len, &f, err, errlen)) != A2A_OK)
+        return st;
     p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, f, 0);
     close(f);
     if (p == MAP_FAILED)
-        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "cannot map %s: %s", path,
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
+                           "cannot map /proc/%d/fd/%lld: %s", (int)pid, (long long)fd,
                            strerror(errno));
     if (shmchan_check(p, (size_t)len, err, errlen) != 0) {
         munmap(p, (size_t)len);

@@ -39,16 +39,14 @@ shm_put(engine *e, eng_map *m)
 }
 
 a2a_status
-shm_map(engine *e, pid_t pid, int fd, uint64_t addr, uint64_t len, char *err, size_t errlen)
+shm_open_memfd(pid_t pid, int64_t fd, uint64_t len, int *out, char *err, size_t errlen)
 {
     char path[64];
     struct stat st;
-    eng_map *m;
-    size_t n = 0;
-    void *p;
-    int f;
+    int f, seals;
 
-    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+    *out = -1;
+    snprintf(path, sizeof(path), "/proc/%d/fd/%lld", (int)pid, (long long)fd);
     if ((f = open(path, O_RDWR | O_CLOEXEC)) < 0)
         return status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED, "cannot open %s: %s", path,
                            strerror(errno));
@@ -58,18 +56,31 @@ shm_map(engine *e, pid_t pid, int fd, uint64_t addr, uint64_t len, char *err, si
                            "%s holds fewer than the %llu bytes announced", path,
                            (unsigned long long)len);
     }
-    /* unsealed, the job could shrink the file under our mapping, and our next touch of the
-     * lost pages would be a SIGBUS that kills the worker */
-    if (!(fcntl(f, F_GET_SEALS) > 0 && (fcntl(f, F_GET_SEALS) & F_SEAL_SHRINK))) {
+    if ((seals = fcntl(f, F_GET_SEALS)) < 0 || !(seals & F_SEAL_SHRINK)) {
         close(f);
         return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
                            "%s is not sealed against shrinking (F_SEAL_SHRINK)", path);
     }
+    *out = f;
+    return A2A_OK;
+}
+
+a2a_status
+shm_map(engine *e, pid_t pid, int fd, uint64_t addr, uint64_t len, char *err, size_t errlen)
+{
+    eng_map *m;
+    size_t n = 0;
+    a2a_status st;
+    void *p;
+    int f;
+
+    if ((st = shm_open_memfd(pid, fd, len, &f, err, errlen)) != A2A_OK)
+        return st;
     p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
     close(f);
     if (p == MAP_FAILED)
-        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "cannot map %s: %s", path,
-                           strerror(errno));
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "cannot map /proc/%d/fd/%d: %s",
+                           (int)pid, fd, strerror(errno));
     if ((m = calloc(1, sizeof(*m))) == NULL) {
         munmap(p, (size_t)len);
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
