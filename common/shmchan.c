@@ -72,6 +72,8 @@ shmchan_req_write(void *mem, size_t len, uint64_t seq, const wire_a2av *a)
     h->recv_len = (int64_t)a->recv_len;
     h->n = (int64_t)a->n;
     h->self_copied = a->self_copied;
+    h->op_next = a->op_next;
+    h->op_failed = a->op_failed;
     memcpy((uint8_t *)mem + SHMCHAN_COUNTS_OFF, a->counts, 4 * a->n * sizeof(int64_t));
     return 0;
 }
@@ -101,6 +103,9 @@ req_check(const shmchan_hdr *h, size_t cap, char *err, size_t errlen)
     if (h->self_copied < 0 || h->self_copied > h->n)
         return msg_fail(err, errlen, "self_copied = %lld is not 0..n (%lld)",
                         (long long)h->self_copied, (long long)h->n);
+    if (h->op_next < -1 || (h->op_failed != 0 && h->op_failed != 1))
+        return msg_fail(err, errlen, "op_next = %lld or op_failed = %lld out of range",
+                        (long long)h->op_next, (long long)h->op_failed);
     if (h->send_len < 0 || h->recv_len < 0)
         return msg_fail(err, errlen, "%s length is negative (%lld)",
                         h->send_len < 0 ? "send" : "recv",
@@ -138,26 +143,31 @@ shmchan_req_decode(wire_a2av *a, uint64_t *seq, int64_t *counts, size_t cap, con
     a->recv_len = (uint64_t)h.recv_len;
     a->n = (size_t)h.n;
     a->self_copied = h.self_copied;
+    a->op_next = h.op_next;
+    a->op_failed = h.op_failed;
     a->counts = counts;
     return 0;
 }
 
 void
-shmchan_reply_write(void *mem, uint64_t seq, a2a_status st, const char *msg)
+shmchan_reply_write(void *mem, uint64_t seq, a2a_status st, const char *msg, int64_t next)
 {
     shmchan_hdr *h = mem;
     h->status = (int32_t)st;
+    h->reply_next = next;
     snprintf(h->message, sizeof(h->message), "%s", msg != NULL ? msg : "");
     h->reply_seq = seq;
 }
 
 int
-shmchan_reply_read(const void *mem, uint64_t seq, a2a_status *st, char *msg, size_t msglen)
+shmchan_reply_read(const void *mem, uint64_t seq, a2a_status *st, char *msg, size_t msglen,
+                   int64_t *next)
 {
     shmchan_hdr h;
     memcpy(&h, mem, sizeof(h));
     if (h.reply_seq != seq)
         return -1;
+    *next = h.reply_next >= -1 ? h.reply_next : -1;
     h.message[sizeof(h.message) - 1] = '\0';
     *st = status_valid(h.status) ? (a2a_status)h.status : A2A_ERR_INTERNAL;
     snprintf(msg, msglen, "%s", h.message);

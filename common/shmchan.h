@@ -7,8 +7,8 @@
  *
  *   offset 0      shmchan_hdr: state (futex word), version, magic, size,
  *                 the request (seq, group, dtype, timeout_ms, send/recv
- *                 address and length, n, self_copied) and the reply (reply_seq, status,
- *                 message)
+ *                 address and length, n, self_copied, op_next, op_failed) and the
+ *                 reply (reply_seq, status, reply_next, message)
  *   SHMCHAN_COUNTS_OFF
  *                 4n int64: send_counts, send_displs, recv_counts,
  *                 recv_displs (as in wire_a2av), n <= SHMCHAN_MAX_N
@@ -30,7 +30,7 @@
 #include "wire.h"
 
 #define SHMCHAN_MAGIC 0x314e414843413241ULL /* "A2ACHAN1" */
-#define SHMCHAN_VERSION 2
+#define SHMCHAN_VERSION 3
 #define SHMCHAN_MAX_N 1024   /* larger groups use the RPC path */
 #define SHMCHAN_MSG_MAX 1024 /* reply message, with its NUL */
 
@@ -52,10 +52,13 @@ typedef struct {
     int64_t recv_len;
     int64_t n;
     int64_t self_copied; /* wire_a2av.self_copied: 0, or 1 + the job's group rank */
+    int64_t op_next;     /* wire_a2av.op_next: -1, or the job's number for this call */
+    int64_t op_failed;   /* wire_a2av.op_failed: 0 or 1 */
     /* the reply, written by the worker */
     uint64_t reply_seq;
     int32_t status;
     uint32_t reserved;
+    int64_t reply_next; /* the number of the rank's next call, -1: keep yours */
     char message[SHMCHAN_MSG_MAX];
 } shmchan_hdr;
 
@@ -88,14 +91,16 @@ int shmchan_req_write(void *mem, size_t len, uint64_t seq, const wire_a2av *a);
 int shmchan_req_decode(wire_a2av *a, uint64_t *seq, int64_t *counts, size_t cap, const void *mem,
                        size_t len, char *err, size_t errlen);
 
-/* shmchan_reply_write writes the reply to request seq (state left alone); msg may be NULL. */
-void shmchan_reply_write(void *mem, uint64_t seq, a2a_status st, const char *msg);
+/* shmchan_reply_write writes the reply to request seq (state left alone); msg may be NULL;
+ * next: the number of the rank's next call on the group (-1: the job keeps its own). */
+void shmchan_reply_write(void *mem, uint64_t seq, a2a_status st, const char *msg, int64_t next);
 
 /*
- * shmchan_reply_read reads the reply to request seq into *st and msg; 0, or
- * -1 when the channel holds no reply to seq.
+ * shmchan_reply_read reads the reply to request seq into *st, msg and *next
+ * (-1, or at least 0); 0, or -1 when the channel holds no reply to seq.
  */
-int shmchan_reply_read(const void *mem, uint64_t seq, a2a_status *st, char *msg, size_t msglen);
+int shmchan_reply_read(const void *mem, uint64_t seq, a2a_status *st, char *msg, size_t msglen,
+                       int64_t *next);
 
 /* shmchan_state loads the state word (acquire). */
 uint32_t shmchan_state(const void *mem);

@@ -753,7 +753,7 @@ wire_a2av_encode(msgpack_sbuffer *sb, const wire_a2av *a)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    if (msgpack_pack_array(&pk, 9) || pack_job(&pk, &a->job) || pack_str(&pk, a->group) ||
+    if (msgpack_pack_array(&pk, 11) || pack_job(&pk, &a->job) || pack_str(&pk, a->group) ||
         msgpack_pack_int64(&pk, a->dtype) || msgpack_pack_int64(&pk, a->timeout_ms) ||
         msgpack_pack_uint64(&pk, a->send_addr) || msgpack_pack_uint64(&pk, a->send_len) ||
         msgpack_pack_uint64(&pk, a->recv_addr) || msgpack_pack_uint64(&pk, a->recv_len) ||
@@ -762,7 +762,7 @@ wire_a2av_encode(msgpack_sbuffer *sb, const wire_a2av *a)
     for (size_t i = 0; i < 4 * a->n; i++)
         if (msgpack_pack_int64(&pk, a->counts[i]) != 0)
             return -1;
-    return 0;
+    return msgpack_pack_int64(&pk, a->op_next) || msgpack_pack_int64(&pk, a->op_failed) ? -1 : 0;
 }
 
 int
@@ -773,7 +773,7 @@ wire_a2av_decode(wire_a2av *a, const uint8_t *buf, size_t len, char *err, size_t
     int rc = -1;
 
     memset(a, 0, sizeof(*a));
-    if (frame_open(&fr, buf, len, 9, "AllToAllV", err, errlen) != 0)
+    if (frame_open(&fr, buf, len, 11, "AllToAllV", err, errlen) != 0)
         return -1;
     c = &fr.f[8];
     if (job_decode(&a->job, &fr.f[0], err, errlen) ||
@@ -784,8 +784,15 @@ wire_a2av_decode(wire_a2av *a, const uint8_t *buf, size_t len, char *err, size_t
         wire_u64(&a->send_len, &fr.f[5], "send length", err, errlen) ||
         wire_u64(&a->recv_addr, &fr.f[6], "recv address", err, errlen) ||
         wire_u64(&a->recv_len, &fr.f[7], "recv length", err, errlen) ||
-        wire_array(c, -1, 4 * (size_t)WIRE_MAX_MEMBERS, "counts", err, errlen))
+        wire_array(c, -1, 4 * (size_t)WIRE_MAX_MEMBERS, "counts", err, errlen) ||
+        wire_i64(&a->op_next, &fr.f[9], "operation number", err, errlen) ||
+        wire_i64(&a->op_failed, &fr.f[10], "failed flag", err, errlen))
         goto out;
+    if (a->op_next < -1 || (a->op_failed != 0 && a->op_failed != 1)) {
+        msg_fail(err, errlen, "operation number %lld or failed flag %lld out of range",
+                 (long long)a->op_next, (long long)a->op_failed);
+        goto out;
+    }
     if (c->via.array.size == 0 || c->via.array.size % 4 != 0) {
         msg_fail(err, errlen, "counts: %u values, not 4 arrays of the group size",
                  c->via.array.size);
@@ -803,6 +810,32 @@ wire_a2av_decode(wire_a2av *a, const uint8_t *buf, size_t len, char *err, size_t
 out:
     if (rc != 0)
         wire_a2av_fini(a);
+    frame_close(&fr);
+    return rc;
+}
+
+int
+wire_a2av_reply_encode(msgpack_sbuffer *sb, int64_t next)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    return msgpack_pack_array(&pk, 1) || msgpack_pack_int64(&pk, next) ? -1 : 0;
+}
+
+int
+wire_a2av_reply_decode(int64_t *next, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+    wire_frame fr;
+    int rc;
+
+    *next = -1;
+    if (frame_open(&fr, buf, len, 1, "AllToAllV reply", err, errlen) != 0)
+        return -1;
+    rc = wire_i64(next, &fr.f[0], "next operation number", err, errlen);
+    if (rc == 0 && *next < -1) {
+        msg_fail(err, errlen, "next operation number %lld out of range", (long long)*next);
+        rc = -1;
+    }
     frame_close(&fr);
     return rc;
 }

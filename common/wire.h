@@ -223,7 +223,16 @@ typedef struct {
     /* 1 + the group rank whose own slice (to itself) the job copied before the call, 0:
      * none; only job channels carry it (common/shmchan.h), the msgpack codec leaves it 0 */
     int64_t self_copied;
+    /* the job's number for this call on the group (-1: its first call there), and whether its
+     * previous call on the group failed (docs/ARCHITECTURE.md, "Operation identity") */
+    int64_t op_next;
+    int64_t op_failed;
 } wire_a2av;
+
+/* AllToAllV reply body: [next], the number of the rank's next call on the group (-1: keep
+ * yours: the call was refused before it was numbered). */
+int wire_a2av_reply_encode(msgpack_sbuffer *sb, int64_t next);
+int wire_a2av_reply_decode(int64_t *next, const uint8_t *buf, size_t len, char *err, size_t errlen);
 
 /* MapBuffer / UnmapBuffer request: memory of the job (a memfd, by its fd number) to map. */
 typedef struct {

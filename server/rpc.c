@@ -104,12 +104,11 @@ server_reply(rpc_worker *w, nng_msg *msg, const wire_request *req, a2a_status st
     wire_reply rep = {.id = req->id, .status = st};
 
     msgpack_sbuffer_init(&sb);
-    if (st == A2A_OK) {
-        rep.body = (const uint8_t *)ctx->body->data;
-        rep.body_len = ctx->body->size;
-    } else {
+    /* a failed call may have a body too (AllToAllV: the caller's next operation number) */
+    rep.body = (const uint8_t *)ctx->body->data;
+    rep.body_len = ctx->body->size;
+    if (st != A2A_OK)
         snprintf(rep.message, sizeof(rep.message), "%s", ctx->message);
-    }
     nng_msg_clear(msg);
     if (wire_reply_encode(&sb, &rep) != 0 || nng_msg_append(msg, sb.data, sb.size) != 0) {
         nng_msg_free(msg);
@@ -579,14 +578,14 @@ client_unpack(rpc_client *c, nng_msg *msg, uint64_t id, uint8_t **reply, size_t 
         return status_fail(err, errlen, A2A_ERR_INTERNAL,
                            "reply from %s answers call %llu, not %llu", c->url,
                            (unsigned long long)rep.id, (unsigned long long)id);
-    if (rep.status != A2A_OK)
-        return status_fail(err, errlen, rep.status, "%s", rep.message);
     if (rep.body_len > 0) {
         if ((*reply = malloc(rep.body_len)) == NULL)
             return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
         memcpy(*reply, rep.body, rep.body_len);
         *reply_len = rep.body_len;
     }
+    if (rep.status != A2A_OK)
+        return status_fail(err, errlen, rep.status, "%s", rep.message);
     return A2A_OK;
 }
 

@@ -87,10 +87,11 @@ a2a_status rpc_client_alloc(rpc_client **out, const char *url, const rpc_securit
                             size_t errlen);
 
 /*
- * rpc_call calls method with body and waits at most timeout_ms. On A2A_OK
- * *reply is a malloc'd copy of the reply body (freed by the caller; NULL when
- * empty) and *reply_len its length. On failure err holds the message, which
- * for a remote failure is the server's.
+ * rpc_call calls method with body and waits at most timeout_ms. *reply is a
+ * malloc'd copy of the reply body (freed by the caller, also after a remote
+ * failure whose reply has a body; NULL when empty) and *reply_len its length.
+ * On failure err holds the message, which for a remote failure is the
+ * server's.
  */
 a2a_status rpc_call(rpc_client *c, const char *method, const void *body, size_t len,
                     int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err,

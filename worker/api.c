@@ -108,14 +108,14 @@ m_alltoallv(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
     engine *e = ((api_env *)arg)->e;
     wire_a2av a;
+    int64_t next = -1;
     a2a_status st;
 
     if (wire_a2av_decode(&a, body, len, ctx->message, sizeof(ctx->message)) != 0)
         return A2A_ERR_INVALID_ARGUMENT;
-    st = engine_alltoallv(e, &a, ctx->message, sizeof(ctx->message));
+    st = engine_alltoallv(e, &a, &next, ctx->message, sizeof(ctx->message));
     wire_a2av_fini(&a);
-    if (st == A2A_OK)
-        wire_empty_encode(ctx->body);
+    wire_a2av_reply_encode(ctx->body, next); /* with a failure too */
     return st;
 }
 

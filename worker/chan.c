@@ -76,14 +76,15 @@ typedef struct {
     uint64_t seq;
     uint32_t state; /* the request's state word */
     int closed;     /* the job had closed the channel */
+    engine_done *done;
 } chan_reply;
 
 /* chan_answer writes the reply, moves the state to REPLY and wakes the job. */
 static void
-chan_answer(chan_reply *r, a2a_status st, const char *msg)
+chan_answer(chan_reply *r, a2a_status st, const char *msg, int64_t next)
 {
     uint32_t seen;
-    shmchan_reply_write(r->c->mem, r->seq, st, msg);
+    shmchan_reply_write(r->c->mem, r->seq, st, msg, next);
     if (!shmchan_cas(r->c->mem, r->state, SHMCHAN_REPLY, &seen) && seen == SHMCHAN_CLOSED) {
         r->closed = 1;
         return;
@@ -94,7 +95,8 @@ chan_answer(chan_reply *r, a2a_status st, const char *msg)
 static void
 chan_answer_early(void *arg)
 {
-    chan_answer(arg, A2A_OK, "");
+    chan_reply *r = arg;
+    chan_answer(r, A2A_OK, "", r->done->next);
 }
 
 /* chan_serve answers the request (or garbage) in c; 0, or -1 when the job closed the channel. */
@@ -104,20 +106,22 @@ chan_serve(chan *c, uint32_t state)
     wire_a2av a;
     chan_reply r = {.c = c, .state = state};
     engine_done done = {.fn = chan_answer_early, .arg = &r};
+    int64_t next = -1;
     a2a_status st;
 
+    r.done = &done;
     c->msg[0] = '\0';
     if (shmchan_req_decode(&a, &r.seq, c->counts, SHMCHAN_MAX_N, c->mem, c->len, c->msg,
                            sizeof(c->msg)) != 0) {
         st = A2A_ERR_INVALID_ARGUMENT;
     } else {
         a.job = c->job;
-        st = engine_alltoallv_done(c->cs->e, &a, &done, c->msg, sizeof(c->msg));
+        st = engine_alltoallv_done(c->cs->e, &a, &done, &next, c->msg, sizeof(c->msg));
         if (st == A2A_OK)
             c->msg[0] = '\0';
     }
     if (!done.called) /* else the job has its answer (and may have sent the next request) */
-        chan_answer(&r, st, c->msg);
+        chan_answer(&r, st, c->msg, next);
     return r.closed ? -1 : 0;
 }
 

@@ -63,6 +63,15 @@ typedef struct job_chan {
     uint64_t seq;       /* number of the last request */
 } job_chan;
 
+/* The operation number of this job's next call on a group (docs/ARCHITECTURE.md, "Operation
+ * identity"), kept apart from the group cache so that a new resolve keeps it. */
+typedef struct job_opnum {
+    struct job_opnum *next;
+    char name[A2A_GROUP_NAME_MAX + 1];
+    int64_t next_op; /* -1: not known yet (the worker numbers our first call) */
+    int failed;      /* the last call on the group failed */
+} job_opnum;
+
 /* A group as this job last resolved it. */
 typedef struct job_group {
     struct job_group *next;
@@ -80,6 +89,7 @@ struct a2a_job {
     pthread_mutex_t mtx;
     job_err *errs;
     job_group *groups;
+    job_opnum *opnums;
     job_buf *bufs;
     int chan_off;          /* $A2A_CHANNEL=0: the RPC path only */
     job_chan *chans;       /* free channels */
@@ -288,6 +298,11 @@ a2a_job_close(a2a_job *job)
         job_group *g = job->groups;
         job->groups = g->next;
         group_free(g);
+    }
+    while (job->opnums != NULL) {
+        job_opnum *o = job->opnums;
+        job->opnums = o->next;
+        free(o);
     }
     pthread_mutex_destroy(&job->mtx);
     free(job);
@@ -661,7 +676,7 @@ chan_reply(a2a_job *job, a2a_status st, const char *msg)
  * channel is of no further use.
  */
 static a2a_status
-chan_call(a2a_job *job, job_chan *c, const wire_a2av *w, int *served, int *keep)
+chan_call(a2a_job *job, job_chan *c, const wire_a2av *w, int *served, int *keep, int64_t *next)
 {
     int64_t deadline = rpc_now_ms() + w->timeout_ms + CLIENT_SLACK_MS, left;
     char msg[SHMCHAN_MSG_MAX];
@@ -670,6 +685,7 @@ chan_call(a2a_job *job, job_chan *c, const wire_a2av *w, int *served, int *keep)
 
     *served = 0;
     *keep = 0;
+    *next = -2; /* no reply */
     s = shmchan_state(c->mem);
     if ((s != SHMCHAN_IDLE && s != SHMCHAN_REPLY) ||
         shmchan_req_write(c->mem, SHMCHAN_SIZE, ++c->seq, w) != 0 ||
@@ -693,8 +709,10 @@ chan_call(a2a_job *job, job_chan *c, const wire_a2av *w, int *served, int *keep)
         }
     }
     s = shmchan_state(c->mem);
-    if (shmchan_reply_read(c->mem, c->seq, &st, msg, sizeof(msg)) != 0)
+    if (shmchan_reply_read(c->mem, c->seq, &st, msg, sizeof(msg), next) != 0) {
+        *next = -2;
         return A2A_OK; /* closed before the worker took it */
+    }
     *served = 1;
     *keep = s == SHMCHAN_REPLY;
     return chan_reply(job, st, msg);
@@ -718,6 +736,50 @@ self_copy(wire_a2av *w, const a2a_alltoallv_args *args, int64_t me)
             (const char *)args->send_data + (size_t)w->counts[n + (size_t)me] * es,
             (size_t)w->counts[me] * es);
     w->self_copied = me + 1;
+}
+
+/* opnum_take fills w's operation number for its group (from this job's record). */
+static void
+opnum_take(a2a_job *job, wire_a2av *w)
+{
+    w->op_next = -1;
+    w->op_failed = 0;
+    pthread_mutex_lock(&job->mtx);
+    for (job_opnum *o = job->opnums; o != NULL; o = o->next)
+        if (strcmp(o->name, w->group) == 0) {
+            w->op_next = o->next_op;
+            w->op_failed = o->failed;
+            break;
+        }
+    pthread_mutex_unlock(&job->mtx);
+}
+
+/*
+ * opnum_put records how w's call ended: next is the worker's number for our next call (-1: it
+ * refused the call before numbering it, so ours stands); without an answer (replied == 0) the
+ * call may have been numbered, so the next one resynchronises.
+ */
+static void
+opnum_put(a2a_job *job, const wire_a2av *w, int replied, int64_t next, a2a_status st)
+{
+    job_opnum *o;
+    pthread_mutex_lock(&job->mtx);
+    for (o = job->opnums; o != NULL && strcmp(o->name, w->group) != 0; o = o->next)
+        ;
+    if (o == NULL && (o = calloc(1, sizeof(*o))) != NULL) {
+        snprintf(o->name, sizeof(o->name), "%s", w->group);
+        o->next_op = -1;
+        o->next = job->opnums;
+        job->opnums = o;
+    }
+    if (o != NULL && replied && next >= 0) {
+        o->next_op = next;
+        o->failed = st != A2A_OK;
+    } else if (o != NULL && !replied) {
+        o->next_op = w->op_next >= 0 ? w->op_next + 1 : -1;
+        o->failed = 1;
+    }
+    pthread_mutex_unlock(&job->mtx);
 }
 
 a2a_status
@@ -755,22 +817,31 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
     w.send_len = args->send_len;
     w.recv_addr = (uint64_t)(uintptr_t)args->recv_data;
     w.recv_len = args->recv_len;
+    opnum_take(job, &w);
     if ((ch = chan_take(job, w.n)) != NULL) {
         int served, keep;
+        int64_t next;
         self_copy(&w, args, me);
-        st = chan_call(job, ch, &w, &served, &keep);
+        st = chan_call(job, ch, &w, &served, &keep, &next);
         w.self_copied = 0; /* the AllToAllV RPC copies it in the worker */
         chan_give(job, ch, keep);
         if (served) {
+            opnum_put(job, &w, next >= -1, next, st);
             free(w.counts);
             return st;
         }
     }
     msgpack_sbuffer_init(&sb);
-    if (wire_a2av_encode(&sb, &w) != 0)
+    if (wire_a2av_encode(&sb, &w) != 0) {
         st = job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
-    else
+    } else {
+        int64_t next = -1;
         st = call(job, "AllToAllV", &sb, w.timeout_ms + CLIENT_SLACK_MS, &rep, &replen);
+        /* a reply without our body came from no worker (the call never got through) */
+        int replied =
+            rep != NULL && wire_a2av_reply_decode(&next, rep, replen, why, sizeof(why)) == 0;
+        opnum_put(job, &w, replied, next, st);
+    }
     msgpack_sbuffer_destroy(&sb);
     free(rep);
     free(w.counts);

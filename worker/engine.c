@@ -76,13 +76,6 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
     return A2A_OK;
 }
 
-static void
-early_free(eng_early *x)
-{
-    frame_fini(&x->f);
-    free(x);
-}
-
 void
 engine_stop(engine *e)
 {
@@ -105,20 +98,11 @@ engine_free(engine *e)
         eng_group *g = e->groups;
         e->groups = g->next;
         g->next = NULL;
-        g->stale = 2;
-        if (g->ops == NULL) {
-            free(g->world);
-            free(g->peer);
-            free(g->lidx);
-            free(g->next_op);
-            free(g);
-        }
+        g->retired = 1;
+        if (g->ops == NULL)
+            group_free(g);
     }
-    while (e->early != NULL) {
-        eng_early *x = e->early;
-        e->early = x->next;
-        early_free(x);
-    }
+    early_clear(&e->early);
     for (size_t i = 0; e->peers != NULL && i < e->npeers; i++)
         pthread_cond_destroy(&e->peers[i].cv);
     shm_free_all(e);
@@ -165,38 +149,22 @@ engine_eager_max(size_t n)
 void
 engine_keep_early(engine *e, int peer, frame *f)
 {
-    eng_early *x;
-    if (e->nearly >= ENGINE_EARLY_MAX) {
-        log_warn("dropping a frame of group \"%s\": too many frames of unknown epochs",
-                 f->id.group);
-        return;
-    }
-    if ((x = calloc(1, sizeof(*x))) == NULL)
-        return;
-    x->peer = peer;
-    x->f = *f; /* takes over srcs, counts and payload */
-    f->srcs = NULL;
-    f->counts = NULL;
-    f->n = 0;
-    f->payload = NULL;
-    f->payload_len = 0;
-    x->next = e->early;
-    e->early = x;
-    e->nearly++;
+    if (early_keep(&e->early, peer, f, rpc_now_ms()) != 0 &&
+        (e->early.refused & (e->early.refused - 1)) == 0) /* the 1st, 2nd, 4th, 8th... */
+        log_warn("dropped a frame of group \"%s\" from %s: the store of frames for groups not "
+                 "resolved yet is full (%zu frames, %zu bytes; %llu dropped so far)",
+                 f->id.group, e->peers[peer].w->name, e->early.n, e->early.bytes,
+                 (unsigned long long)e->early.refused);
 }
 
-/* replay_early processes kept frames of g's epoch and drops older ones of g. */
+/* replay_early processes the kept frames of g's epoch, in order of arrival, and drops older
+ * ones of g. */
 static void
 replay_early(engine *e, eng_group *g)
 {
-    eng_early **pp = &e->early, *x;
-    while ((x = *pp) != NULL) {
-        if (strcmp(x->f.id.group, g->name) != 0 || x->f.id.epoch > g->epoch) {
-            pp = &x->next;
-            continue;
-        }
-        *pp = x->next;
-        e->nearly--;
+    early_frame *x;
+    early_expire(&e->early, rpc_now_ms());
+    while ((x = early_take(&e->early, g->name, g->epoch)) != NULL) {
         if (x->f.id.epoch == g->epoch)
             op_on_frame(e, &e->peers[x->peer], &x->f);
         early_free(x);
@@ -221,10 +189,11 @@ group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
     eng_group *g = calloc(1, sizeof(*g));
     int self = (int)(e->self - e->cfg->workers);
 
-    if (g == NULL || (g->world = calloc(wg->n, sizeof(int64_t))) == NULL ||
+    int64_t *local = calloc(wg->n, sizeof(int64_t));
+
+    if (g == NULL || local == NULL || (g->world = calloc(wg->n, sizeof(int64_t))) == NULL ||
         (g->peer = calloc(wg->n, sizeof(int))) == NULL ||
-        (g->lidx = calloc(wg->n, sizeof(int))) == NULL ||
-        (g->next_op = calloc(wg->n, sizeof(uint64_t))) == NULL) {
+        (g->lidx = calloc(wg->n, sizeof(int))) == NULL) {
         status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
         goto fail;
     }
@@ -242,46 +211,56 @@ group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
             goto fail;
         }
         g->peer[i] = w == self ? -1 : w;
+        if (w == self)
+            local[g->nlocal] = g->world[i];
         g->lidx[i] = w == self ? (int)g->nlocal++ : -1;
     }
+    if (group_seq_init(&g->seq, g->nlocal, local) != 0) {
+        status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        goto fail;
+    }
+    free(local);
     return g;
 fail:
-    if (g != NULL) {
-        free(g->world);
-        free(g->peer);
-        free(g->lidx);
-        free(g->next_op);
-        free(g);
-    }
+    free(local);
+    group_free(g);
     return NULL;
 }
 
-/* group_install puts g in the cache, retiring an older version; under e->mtx. */
+/*
+ * group_install puts g in the cache in place of an older epoch of its name, which is retired:
+ * g takes over its operation numbers and failures, its operations in progress fail, and so
+ * does every operation of the same number in g's epoch at the other members (ABORT), so that
+ * calls of one number that straddle the change fail together. Under e->mtx.
+ */
 static void
 group_install(engine *e, eng_group *g)
 {
+    static const char why[] = "the group changed while the operation ran (a member worker "
+                              "restarted or the group was redefined); the next call uses the "
+                              "new group";
     for (eng_group **pp = &e->groups; *pp != NULL; pp = &(*pp)->next) {
         eng_group *old = *pp;
         if (strcmp(old->name, g->name) != 0)
             continue;
         *pp = old->next;
         old->next = NULL;
-        group_fail_all(e, old, A2A_ERR_UNAVAILABLE,
-                       "the group changed while the operation ran (a member worker restarted "
-                       "or the group was redefined); the next call uses the new group");
-        old->stale = 2;
-        if (old->ops == NULL) {
-            free(old->world);
-            free(old->peer);
-            free(old->lidx);
-            free(old->next_op);
-            free(old);
-        }
+        old->retired = 1;
+        group_seq_carry(&g->seq, &old->seq);
+        for (eng_op *op = old->ops; op != NULL; op = op->next)
+            if (op->status == A2A_OK && op->arrived > op->left) {
+                op_fail(e, op, A2A_ERR_UNAVAILABLE, 0, "%s", why);
+                eng_op *nop = op_get(e, g, op->num, 1);
+                if (nop != NULL)
+                    op_fail(e, nop, A2A_ERR_UNAVAILABLE, 1, "%s", why);
+            }
+        (void)group_sweep(e, old); /* frees old when nothing runs in it */
         break;
     }
     g->next = e->groups;
     e->groups = g;
     replay_early(e, g);
+    (void)group_sweep(e, g);
 }
 
 /* engine_register tells the coordinator our incarnation (once). */
@@ -348,8 +327,9 @@ group_fresh(engine *e, const char *name, a2a_status *st, char *err, size_t errle
     if (*st != A2A_OK)
         return NULL;
     g = engine_group_find(e, name);
-    if (g != NULL && g->epoch == wg.epoch) {
-        g->stale = 0;
+    if (g != NULL && g->epoch >= wg.epoch) {
+        /* the same epoch, or another resolve installed a newer one meanwhile: never go back */
+        g->stale = g->epoch == wg.epoch ? 0 : g->stale;
     } else if ((ng = group_build(e, &wg, err, errlen)) == NULL) {
         *st = A2A_ERR_INTERNAL;
         g = NULL;
@@ -582,34 +562,67 @@ call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms, uint8_t 
     }
 }
 
-/* call_run enters c into operation num of g, copies local pairs and waits; under e->mtx. */
+/* unpin_wait waits until no transfer touches c's memory. A transfer still going after c's
+ * deadline (or, for a call that ended early, past now) plus ENGINE_PIN_GRACE_MS has its link
+ * closed (link_release_call), so that a trickling peer cannot hold a call; under e->mtx. */
+static void
+unpin_wait(engine *e, eng_call *c, int64_t deadline)
+{
+    int64_t now = rpc_now_ms(), until = (deadline > now ? deadline : now) + ENGINE_PIN_GRACE_MS;
+    int released = 0;
+
+    while (c->pins > 0) {
+        struct timespec ts;
+        int64_t left = until - rpc_now_ms();
+        if (left <= 0 && !released) {
+            log_warn("operation %llu of group \"%s\": a link still moves bytes of rank %lld "
+                     "%d ms after the call ended: closing it",
+                     (unsigned long long)c->num, c->op->g->name, (long long)c->grank,
+                     ENGINE_PIN_GRACE_MS);
+            link_release_call(e, c);
+            released = 1;
+        }
+        if (released) {
+            pthread_cond_wait(&c->cv, &e->mtx);
+            continue;
+        }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (left % 1000) * 1000000;
+        ts.tv_sec += left / 1000 + ts.tv_nsec / 1000000000;
+        ts.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&c->cv, &e->mtx, &ts);
+    }
+}
+
+/* call_run numbers c (group_seq_begin), enters it into that operation of g, copies local pairs
+ * and waits; *next is the number of the rank's next call. Under e->mtx. */
 static a2a_status
-call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, size_t errlen)
+call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, int64_t *next, char *err,
+         size_t errlen)
 {
     int64_t deadline = rpc_now_ms() + timeout_ms;
-    uint64_t num = g->next_op[c->lidx];
+    uint64_t num = group_seq_begin(&g->seq, (size_t)c->lidx, c->a->op_next, (int)c->a->op_failed);
     eng_op *op = op_get(e, g, num, 1);
-    const eng_failed *h = group_history(g, num);
     uint8_t *buf = NULL;
     a2a_status st;
 
-    g->next_op[c->lidx]++; /* this call is operation num, whatever happens to it */
-    if (op == NULL && h != NULL)
-        return status_fail(err, errlen, h->status, "%s", h->msg);
-    if (op == NULL)
-        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
-                           "operation %llu on group \"%s\" is more than %d operations ahead of "
-                           "another rank of this worker, which has not called yet",
-                           (unsigned long long)num, g->name, ENGINE_OP_WINDOW);
+    c->num = num;
+    *next = (int64_t)num + 1;
+    if (op == NULL) {
+        group_seq_end(&g->seq, (size_t)c->lidx, num, A2A_ERR_RESOURCE_EXHAUSTED);
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    op->arrived++;
     if (op->status != A2A_OK) { /* failed before this rank came: a latecomer */
-        status_fail(err, errlen, op->status, "%s", op->msg);
-        op->arrived++;
-        st = op->status;
+        st = status_fail(err, errlen, op->status, "%s", op->msg);
+        group_seq_end(&g->seq, (size_t)c->lidx, num, st);
         op_release(e, op);
         return st;
     }
+    op->arrived--; /* call_arrive counts it */
     if ((c->todo = calloc(g->n, sizeof(*c->todo))) == NULL) {
         op->arrived++;
+        group_seq_end(&g->seq, (size_t)c->lidx, num, A2A_ERR_RESOURCE_EXHAUSTED);
         op_release(e, op);
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
@@ -620,13 +633,13 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, char *err, si
     call_wait(e, c, deadline, timeout_ms, &buf);
     c->finished = 1;
     link_drop_call(e, c);
-    while (c->pins > 0)
-        pthread_cond_wait(&c->cv, &e->mtx);
+    unpin_wait(e, c, deadline);
     if (op->calls[c->grank] == c)
         op->calls[c->grank] = NULL;
     st = op->status;
     if (st != A2A_OK)
         status_fail(err, errlen, st, "%s", op->msg);
+    group_seq_end(&g->seq, (size_t)c->lidx, num, st);
     op_release(e, op);
     free(c->todo);
     c->todo = NULL;
@@ -690,19 +703,29 @@ group_rank_of(const eng_group *g, int64_t world)
 }
 
 a2a_status
-engine_alltoallv(engine *e, const wire_a2av *a, char *err, size_t errlen)
+engine_alltoallv(engine *e, const wire_a2av *a, int64_t *next, char *err, size_t errlen)
 {
-    return engine_alltoallv_done(e, a, NULL, err, errlen);
+    return engine_alltoallv_done(e, a, NULL, next, err, errlen);
 }
 
 a2a_status
-engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, char *err, size_t errlen)
+engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t *next, char *err,
+                      size_t errlen)
 {
     eng_call c = {.a = a, .pid = (pid_t)a->job.pid, .status = A2A_OK, .done = done};
     int64_t timeout = a->timeout_ms > 0 ? a->timeout_ms : ENGINE_DEFAULT_TIMEOUT_MS;
+    int64_t unused;
     a2a_status st;
     eng_group *g;
 
+    if (next == NULL)
+        next = &unused;
+    *next = -1; /* not numbered: the job keeps its own number */
+    if (timeout > ENGINE_MAX_TIMEOUT_MS)
+        return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                           "timeout_ms %lld is over the limit of %lld ms (%d days)",
+                           (long long)a->timeout_ms, (long long)ENGINE_MAX_TIMEOUT_MS,
+                           (int)(ENGINE_MAX_TIMEOUT_MS / 86400000));
     if (!engine_owns(e, a->job.world_rank))
         return status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
                            "world rank %lld is not a rank of worker %s",
@@ -733,7 +756,7 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, char *er
                          g->n, a->n);
     } else {
         c.lidx = g->lidx[c.grank];
-        st = call_run(e, g, &c, timeout, err, errlen);
+        st = call_run(e, g, &c, timeout, next, err, errlen);
     }
     pthread_mutex_unlock(&e->mtx);
     pthread_cond_destroy(&c.cv);

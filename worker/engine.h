@@ -31,6 +31,7 @@
 #define ENGINE_LINK_DEAD_MS 3000 /* a link silent this long is dead */
 #define ENGINE_DIAL_MS 2000      /* how long to try to reach a peer */
 #define ENGINE_DEFAULT_TIMEOUT_MS 60000
+#define ENGINE_MAX_TIMEOUT_MS (7 * 86400000LL) /* a week: deadlines never overflow */
 
 typedef struct engine engine;
 
@@ -75,9 +76,14 @@ a2a_status engine_resolve(engine *e, const char *name, wire_group *g, char *err,
 /*
  * engine_alltoallv runs one rank's part of an operation and blocks until it
  * completes or fails. The arguments were checked by the caller against the
- * group's size; the engine checks them again.
+ * group's size; the engine checks them again. The operation is number
+ * a->op_next of the group (the job's count; -1: the job's first call, numbered
+ * by the worker), resynchronised after a failure when a->op_failed is set
+ * (docs/ARCHITECTURE.md, "Operation identity"). *next is the number of the
+ * rank's next call, or -1 when the call was refused before it was numbered
+ * (the job keeps its own).
  */
-a2a_status engine_alltoallv(engine *e, const wire_a2av *a, char *err, size_t errlen);
+a2a_status engine_alltoallv(engine *e, const wire_a2av *a, int64_t *next, char *err, size_t errlen);
 
 /*
  * An early answer: when the call completes successfully, the thread that
@@ -91,12 +97,13 @@ typedef struct engine_done {
     void (*fn)(void *arg);
     void *arg;
     int called;
+    int64_t next; /* set before fn: the number of the rank's next call */
 } engine_done;
 
 /* engine_alltoallv_done is engine_alltoallv with an early answer (done may be NULL). When
  * done->called is set on return, the call succeeded for the caller whatever it returns. */
-a2a_status engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, char *err,
-                                 size_t errlen);
+a2a_status engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t *next,
+                                 char *err, size_t errlen);
 
 /* engine_coordinator_call forwards a request to the coordinator (for group management). */
 a2a_status engine_coordinator_call(engine *e, const char *method, const void *body, size_t len,

@@ -8,12 +8,13 @@
 
 #include "common/frame.h"
 #include "engine.h"
+#include "group.h"
 #include "server/rpc.h"
 #include "sock.h"
 
-#define ENGINE_HISTORY 64     /* failed operations remembered per group */
-#define ENGINE_OP_WINDOW 4    /* how far ahead of the slowest local rank a frame may create an op */
-#define ENGINE_EARLY_MAX 4096 /* frames of epochs not yet resolved, kept for replay */
+/* A call whose deadline passed while a link still moves bytes of it (a peer trickling DATA, a
+ * send stuck on a full socket) waits this long more, then closes that link to let go of it. */
+#define ENGINE_PIN_GRACE_MS 500
 /* Eager slices: at most FRAME_EAGER_MAX bytes, and at most ENGINE_EAGER_OP bytes for a whole
  * operation of n ranks at a receiver (n * n * limit), so what a worker keeps for ranks that
  * have not arrived yet stays bounded (engine_eager_max). */
@@ -54,10 +55,11 @@ struct eng_peer {
     eng_ctl *ctl_head, *ctl_tail;
     eng_send *sends; /* round robin */
     int64_t last_sent_ms;
-    wsock *in;            /* the current incoming link */
-    uint64_t incarnation; /* from its HELLO; 0 before */
-    int failing;          /* the sender is failing its queue */
-    int writing;          /* a thread writes on out (the sender, or link_flush): only it may */
+    struct eng_call *chunk_call; /* the call whose memory the sender is writing out, or NULL */
+    wsock *in;                   /* the current incoming link */
+    uint64_t incarnation;        /* from its HELLO; 0 before */
+    int failing;                 /* the sender is failing its queue */
+    int writing; /* a thread writes on out (the sender, or link_flush): only it may */
 };
 
 /* Receive state of one pair s -> local d. */
@@ -86,6 +88,7 @@ typedef struct {
 
 struct eng_call {
     eng_op *op;
+    uint64_t num; /* its operation number (group.h) */
     int64_t grank;
     int lidx;
     const wire_a2av *a;
@@ -116,12 +119,6 @@ struct eng_op {
     char msg[1024];
 };
 
-typedef struct {
-    uint64_t num;
-    a2a_status status;
-    char msg[1024];
-} eng_failed;
-
 struct eng_group {
     eng_group *next;
     char name[A2A_GROUP_NAME_MAX + 1];
@@ -131,11 +128,11 @@ struct eng_group {
     int *peer;      /* its worker: -1 for us, else a peer index */
     int *lidx;      /* its local index, or -1 */
     size_t nlocal;
-    uint64_t *next_op; /* by local index */
+    group_seq seq; /* operation numbers, failures (group.h) */
     eng_op *ops;
-    eng_failed hist[ENGINE_HISTORY];
-    size_t nhist;
-    int stale; /* resolve again before the next operation */
+    size_t nops;
+    int stale;   /* resolve again before the next operation */
+    int retired; /* replaced by a newer epoch: freed when its last operation goes */
 };
 
 /* Memory a job shares with us (a2a_buffer_alloc), mapped here too. */
@@ -148,13 +145,6 @@ typedef struct eng_map {
     int dead;           /* being unmapped: no new users */
 } eng_map;
 
-/* A frame of an epoch we have not resolved yet, kept for replay. */
-typedef struct eng_early {
-    struct eng_early *next;
-    int peer;
-    frame f;
-} eng_early;
-
 struct engine {
     pthread_mutex_t mtx; /* everything below */
     const cfg_cluster *cfg;
@@ -164,8 +154,8 @@ struct engine {
     eng_peer *peers; /* by worker index in cfg; peers[self] unused */
     size_t npeers;
     eng_group *groups;
-    eng_early *early;
-    size_t nearly;
+    early_store early;  /* frames of groups or epochs not resolved yet (group.h) */
+    uint64_t late_data; /* DATA frames dropped: their call had gone, or never was here */
     int stopping;
     rpc_client *coord;
     int registered;
@@ -179,6 +169,7 @@ struct engine {
 };
 
 /* ---- op.c: operations, under e->mtx ---- */
+/* op_get returns operation num of g, creating it when asked (NULL: out of memory). */
 eng_op *op_get(engine *e, eng_group *g, uint64_t num, int create);
 void op_fail(engine *e, eng_op *op, a2a_status st, int broadcast, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -195,9 +186,14 @@ void op_take_stash(engine *e, eng_op *op, eng_call *c);
 /* op_data_landed unpins c and counts the bytes (rv: 0 written, > 0 errno, < 0 link lost). */
 void op_data_landed(engine *e, eng_call *c, const frame *f, size_t len, int rv);
 void op_check_done(eng_op *op, eng_call *c);
+/* op_release: a local call left op (which may be freed now, and its group if retired). */
 void op_release(engine *e, eng_op *op);
+/* group_sweep frees g's operations that nobody needs any more (and g itself when it is retired
+ * and has none left: returns 1 then). */
+int group_sweep(engine *e, eng_group *g);
 void group_fail_all(engine *e, eng_group *g, a2a_status st, const char *why);
-const eng_failed *group_history(const eng_group *g, uint64_t num);
+/* group_free frees a group that no operation uses any more. */
+void group_free(eng_group *g);
 
 /* ---- link.c: peer links ---- */
 int link_start(engine *e, char *err, size_t errlen);
@@ -219,6 +215,9 @@ void link_send_slice(engine *e, eng_peer *p, eng_call *c, int64_t dst, uint64_t 
                      uint64_t addr);
 /* link_drop_call removes c's queued slices from every peer; under e->mtx. */
 void link_drop_call(engine *e, eng_call *c);
+/* link_release_call closes the links whose threads move bytes of c right now, so that they let
+ * go of its memory (a peer trickling DATA after c's deadline); under e->mtx. */
+void link_release_call(engine *e, eng_call *c);
 /* link_peer_down fails what depends on p; under e->mtx. */
 void link_peer_down(engine *e, eng_peer *p, const char *why);
 
@@ -234,6 +233,8 @@ void shm_free_all(engine *e);
 eng_group *engine_group_find(engine *e, const char *name);
 /* engine_eager_max returns the largest slice (bytes) sent eagerly in a group of n ranks. */
 uint64_t engine_eager_max(size_t n);
+/* engine_keep_early keeps f (of peer) until its group's epoch is installed, within the store's
+ * bounds, and asks for the group to be resolved; under e->mtx. */
 void engine_keep_early(engine *e, int peer, frame *f);
 
 #endif

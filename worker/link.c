@@ -20,7 +20,8 @@ typedef struct eng_in {
     engine *e;
     wsock *s;
     pthread_t thread;
-    int done; /* the thread no longer uses s; set under e->mtx */
+    int done;          /* the thread no longer uses s; set under e->mtx */
+    eng_call *landing; /* the call whose memory a DATA payload goes into right now, or NULL */
 } eng_in;
 
 /* Set while a handler thread queues frames that its own link_flush will write
@@ -136,6 +137,21 @@ drop_queue(eng_peer *p)
 }
 
 void
+link_release_call(engine *e, eng_call *c)
+{
+    for (eng_in *in = e->ins; in != NULL; in = in->next)
+        if (in->landing == c && !in->done)
+            wsock_close(in->s); /* its read fails, the receiver lets go and ends the link */
+    for (size_t i = 0; i < e->npeers; i++) {
+        eng_peer *p = &e->peers[i];
+        if (p->chunk_call == c && p->out != NULL && !p->out_reset) {
+            wsock_close(p->out); /* its write fails; the sender frees the link */
+            p->out_reset = 1;
+        }
+    }
+}
+
+void
 link_peer_down(engine *e, eng_peer *p, const char *why)
 {
     char msg[512];
@@ -153,7 +169,9 @@ link_peer_down(engine *e, eng_peer *p, const char *why)
         for (eng_op *op = g->ops; op != NULL; op = op->next)
             op_fail(e, op, A2A_ERR_UNAVAILABLE, 1, "%s", msg);
     }
-    drop_queue(p); /* the aborts just queued for p itself */
+    /* The ABORTs just queued for p stay: a restarted p, or p once the link is back, learns
+     * which of its operations failed here (when p is gone for good the next failed dial drops
+     * them). */
     /* Our outgoing link is write-only: after a silent cut its far end is closed
      * (the peer saw the silence too), and frames written into it once the
      * network heals are lost until a retransmission meets the peer's RST,
@@ -468,6 +486,7 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
     uint8_t *shared = shm_get(e, c->pid, addr, k, &m); /* in a shared buffer: no copy */
     c->pins++;
     p->writing = 1;
+    p->chunk_call = c;
     pthread_mutex_unlock(&e->mtx);
     msgpack_sbuffer_init(&sb);
     rv = shared != NULL ? 0 : xfer_read(c->pid, addr, x->buf, k);
@@ -476,6 +495,7 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
     msgpack_sbuffer_destroy(&sb);
     pthread_mutex_lock(&e->mtx);
     p->writing = 0;
+    p->chunk_call = NULL;
     shm_put(e, m);
     if (--c->pins == 0)
         pthread_cond_broadcast(&c->cv);
@@ -694,7 +714,7 @@ receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
  * process_vm_writev. e->mtx held on entry and exit. 0, or -1 (link lost).
  */
 static int
-receive_data(engine *e, wsock *s, eng_peer *p, eng_receiver *x, const frame *f, uint64_t plen,
+receive_data(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, const frame *f, uint64_t plen,
              char *why, size_t whylen)
 {
     uint64_t addr = 0;
@@ -703,11 +723,18 @@ receive_data(engine *e, wsock *s, eng_peer *p, eng_receiver *x, const frame *f, 
     uint8_t *shared = c != NULL ? shm_get(e, c->pid, addr, plen, &m) : NULL;
     int rv, wr = 0;
 
+    if (c == NULL && ++e->late_data > 0)
+        log_debug("dropping %llu bytes of DATA from %s for operation %llu of group \"%s\": its "
+                  "call is gone (%llu dropped so far)",
+                  (unsigned long long)plen, p->w->name, (unsigned long long)f->id.op, f->id.group,
+                  (unsigned long long)e->late_data);
+    in->landing = c;
     pthread_mutex_unlock(&e->mtx);
-    rv = read_payload(s, x, shared, plen, ENGINE_LINK_DEAD_MS, why, whylen);
+    rv = read_payload(in->s, x, shared, plen, ENGINE_LINK_DEAD_MS, why, whylen);
     if (rv == 0 && c != NULL && shared == NULL)
         wr = xfer_write(c->pid, addr, x->payload, (size_t)plen);
     pthread_mutex_lock(&e->mtx);
+    in->landing = NULL;
     shm_put(e, m);
     if (c != NULL)
         op_data_landed(e, c, f, (size_t)plen, rv != 0 ? -1 : wr);
@@ -742,7 +769,7 @@ receiver_loop(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, char *why, si
             if (rv == 0 && !e->stopping)
                 op_on_frame(e, p, &f);
         } else if (f.type == FRAME_DATA)
-            rv = receive_data(e, in->s, p, x, &f, plen, why, whylen);
+            rv = receive_data(e, in, p, x, &f, plen, why, whylen);
         else if (f.type != FRAME_HEARTBEAT && f.type != FRAME_HELLO)
             op_on_frame(e, p, &f);
         pthread_mutex_unlock(&e->mtx);

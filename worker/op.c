@@ -12,50 +12,17 @@
 /* Index of a pair in rx (row: local d) or tx (row: local s). */
 #define PAIR(op, l, other) ((size_t)(l) * (op)->g->n + (size_t)(other))
 
-static uint64_t
-min_next_op(const eng_group *g)
-{
-    uint64_t m = UINT64_MAX;
-    for (size_t i = 0; i < g->nlocal; i++)
-        if (g->next_op[i] < m)
-            m = g->next_op[i];
-    return m;
-}
-
-const eng_failed *
-group_history(const eng_group *g, uint64_t num)
-{
-    size_t k = g->nhist < ENGINE_HISTORY ? g->nhist : ENGINE_HISTORY;
-    for (size_t i = 0; i < k; i++)
-        if (g->hist[i].num == num)
-            return &g->hist[i];
-    return NULL;
-}
-
-static void
-history_add(eng_group *g, uint64_t num, a2a_status st, const char *msg)
-{
-    eng_failed *h;
-    if (group_history(g, num) != NULL)
-        return;
-    h = &g->hist[g->nhist++ % ENGINE_HISTORY];
-    h->num = num;
-    h->status = st;
-    snprintf(h->msg, sizeof(h->msg), "%s", msg);
-}
-
 eng_op *
 op_get(engine *e, eng_group *g, uint64_t num, int create)
 {
     eng_op *op;
-    const eng_failed *h;
+    const group_failed *h;
     (void)e;
 
     for (op = g->ops; op != NULL; op = op->next)
         if (op->num == num)
             return op;
-    if (!create || g->nlocal == 0 || num < min_next_op(g) ||
-        num >= min_next_op(g) + ENGINE_OP_WINDOW)
+    if (!create || g->nlocal == 0)
         return NULL;
     if ((op = calloc(1, sizeof(*op))) == NULL)
         return NULL;
@@ -71,12 +38,13 @@ op_get(engine *e, eng_group *g, uint64_t num, int create)
     }
     op->g = g;
     op->num = num;
-    if ((h = group_history(g, num)) != NULL) {
+    if ((h = group_seq_failed(&g->seq, num)) != NULL) {
         op->status = h->status;
         snprintf(op->msg, sizeof(op->msg), "%s", h->msg);
     }
     op->next = g->ops;
     g->ops = op;
+    g->nops++;
     return op;
 }
 
@@ -91,31 +59,60 @@ op_free(eng_op *op)
     free(op);
 }
 
-static void
+void
 group_free(eng_group *g)
 {
+    if (g == NULL)
+        return;
+    group_seq_fini(&g->seq);
     free(g->world);
     free(g->peer);
     free(g->lidx);
-    free(g->next_op);
     free(g);
+}
+
+/* op_done_with reports whether op may go: no local call is in it, and it failed (its history
+ * answers latecomers) or every local rank is past it. */
+static int
+op_done_with(const eng_op *op)
+{
+    const eng_group *g = op->g;
+    if (op->arrived != op->left)
+        return 0;
+    if (op->status != A2A_OK)
+        return 1;
+    for (size_t i = 0; i < g->nlocal; i++)
+        if (!g->seq.known[i] || g->seq.next[i] <= op->num)
+            return 0;
+    return 1;
+}
+
+int
+group_sweep(engine *e, eng_group *g)
+{
+    (void)e;
+    for (eng_op **pp = &g->ops; *pp != NULL;) {
+        eng_op *op = *pp;
+        if (!op_done_with(op)) {
+            pp = &op->next;
+            continue;
+        }
+        *pp = op->next;
+        g->nops--;
+        op_free(op);
+    }
+    if (g->retired && g->ops == NULL) {
+        group_free(g);
+        return 1;
+    }
+    return 0;
 }
 
 void
 op_release(engine *e, eng_op *op)
 {
-    eng_group *g = op->g;
-    (void)e;
-    if (++op->left < op->arrived || op->arrived < g->nlocal)
-        return;
-    for (eng_op **pp = &g->ops; *pp != NULL; pp = &(*pp)->next)
-        if (*pp == op) {
-            *pp = op->next;
-            break;
-        }
-    op_free(op);
-    if (g->stale == 2 && g->ops == NULL) /* retired and empty */
-        group_free(g);
+    op->left++;
+    (void)group_sweep(e, op->g);
 }
 
 void
@@ -128,6 +125,7 @@ op_check_done(eng_op *op, eng_call *c)
     if (c->done != NULL && !c->done->called && c->pins == 0 && c->ntodo == 0 && !c->finished &&
         op->status == A2A_OK) {
         c->done->called = 1;
+        c->done->next = (int64_t)c->num + 1;
         c->done->fn(c->done->arg);
     }
 }
@@ -144,7 +142,7 @@ op_fail(engine *e, eng_op *op, a2a_status st, int broadcast, const char *fmt, ..
     vsnprintf(op->msg, sizeof(op->msg), fmt, ap);
     va_end(ap);
     op->status = st;
-    history_add(g, op->num, st, op->msg);
+    group_seq_fail(&g->seq, op->num, st, op->msg);
     log_info("group \"%s\" operation %llu failed: %s: %s", g->name, (unsigned long long)op->num,
              a2a_status_name(st), op->msg);
     for (size_t r = 0; r < g->n; r++) {
@@ -326,13 +324,75 @@ op_take_stash(engine *e, eng_op *op, eng_call *c)
     }
 }
 
-/* frame_reply_abort tells peer p that the operation of f failed (or is gone). */
+/* reply_abort tells peer p that the operation of f failed (or is gone). */
 static void
 reply_abort(engine *e, eng_peer *p, const frame *f, a2a_status st, const char *msg)
 {
     frame r = {.type = FRAME_ABORT, .id = f->id, .status = st};
     snprintf(r.message, sizeof(r.message), "%s", msg);
     link_send_ctl(e, p, &r, NULL);
+}
+
+/* fail_num fails operation num of g, which may not exist here (then only its history). */
+static void
+fail_num(engine *e, eng_group *g, uint64_t num, a2a_status st, int broadcast, const char *msg)
+{
+    eng_op *op = op_get(e, g, num, 0);
+    if (op == NULL && broadcast)
+        op = op_get(e, g, num, 1); /* to broadcast its ABORT; the sweep frees it */
+    if (op != NULL)
+        op_fail(e, op, st, broadcast, "%s", msg);
+    else
+        group_seq_fail(&g->seq, num, st, msg);
+}
+
+/*
+ * numbers_differ: a peer sent a frame of operation f->id.op, which none of our ranks can be
+ * in (they are all past it, and it did not fail here; or it is GROUP_WINDOW or more ahead):
+ * a restart renumbered one side. The sender's call fails, and so do our calls in progress,
+ * so that no call is left waiting for a partner that went on; the next calls of both sides
+ * resynchronise (group_seq_begin).
+ */
+static void
+numbers_differ(engine *e, eng_peer *p, eng_group *g, const frame *f)
+{
+    char msg[600];
+    uint64_t lo = group_seq_min_next(&g->seq);
+
+    snprintf(msg, sizeof(msg),
+             "worker %s is at operation %llu of group \"%s\" and worker %s at %llu: their "
+             "operation numbers differ after a restart; this call fails and the next one "
+             "resynchronises",
+             p->w->name, (unsigned long long)f->id.op, g->name, e->self->name,
+             (unsigned long long)(lo == UINT64_MAX ? 0 : lo));
+    log_info("%s", msg);
+    if (f->type == FRAME_READY || f->type == FRAME_SLICE)
+        reply_abort(e, p, f, A2A_ERR_UNAVAILABLE, msg);
+    for (eng_op *op = g->ops; op != NULL; op = op->next)
+        if (op->arrived > op->left)
+            op_fail(e, op, A2A_ERR_UNAVAILABLE, 1, "%s", msg);
+}
+
+/* older_epoch: a frame of an epoch before ours; its sender has not seen the group change. */
+static void
+older_epoch(engine *e, eng_peer *p, eng_group *g, const frame *f)
+{
+    char msg[600];
+    group_pos pos =
+        group_seq_classify(&g->seq, f->id.op, op_get(e, g, f->id.op, 0) != NULL, g->nops);
+
+    snprintf(msg, sizeof(msg),
+             "group \"%s\" changed while operation %llu ran (epoch %llu at worker %s, %llu at "
+             "%s: a member worker restarted or the group was redefined); the next call uses the "
+             "new group",
+             g->name, (unsigned long long)f->id.op, (unsigned long long)f->id.epoch, p->w->name,
+             (unsigned long long)g->epoch, e->self->name);
+    if (f->type == FRAME_READY || f->type == FRAME_SLICE)
+        reply_abort(e, p, f, A2A_ERR_UNAVAILABLE, msg);
+    /* the sender's call of that number fails: ours of the same number fails with it */
+    if (pos == GROUP_ACTIVE)
+        fail_num(e, g, f->id.op, f->type == FRAME_ABORT ? f->status : A2A_ERR_UNAVAILABLE,
+                 f->type != FRAME_ABORT, f->type == FRAME_ABORT ? f->message : msg);
 }
 
 static void
@@ -417,10 +477,10 @@ void
 op_on_frame(engine *e, eng_peer *p, const frame *f)
 {
     eng_group *g = engine_group_find(e, f->id.group);
+    const group_failed *h;
     eng_op *op;
-    const eng_failed *h;
 
-    if (g == NULL || g->epoch < f->id.epoch) {
+    if (g == NULL || g->epoch < f->id.epoch) { /* not resolved yet, or we are behind */
         if (g != NULL)
             g->stale = 1;
         if (f->type == FRAME_READY || f->type == FRAME_ABORT || f->type == FRAME_SLICE)
@@ -428,18 +488,33 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
         return;
     }
     if (g->epoch > f->id.epoch) {
-        if (f->type == FRAME_READY)
-            reply_abort(e, p, f, A2A_ERR_UNAVAILABLE,
-                        "the group changed (a member worker restarted): try again");
+        older_epoch(e, p, g, f);
+        (void)group_sweep(e, g);
         return;
     }
-    /* an eager SLICE may come before the local rank it is for: it may create the op */
-    op = op_get(e, g, f->id.op, f->type != FRAME_SLICE || f->payload != NULL || f->count == 0);
-    if (op == NULL) {
-        if (f->type == FRAME_READY && (h = group_history(g, f->id.op)) != NULL)
+    op = op_get(e, g, f->id.op, 0);
+    switch (group_seq_classify(&g->seq, f->id.op, op != NULL, g->nops)) {
+    case GROUP_ACTIVE: break;
+    case GROUP_PAST_FAILED:
+        h = group_seq_failed(&g->seq, f->id.op);
+        if (f->type == FRAME_READY || f->type == FRAME_SLICE)
             reply_abort(e, p, f, h->status, h->msg);
-        else if (f->type == FRAME_ABORT) /* for latecomers beyond the window */
-            history_add(g, f->id.op, f->status, f->message);
+        return;
+    case GROUP_PAST:
+    case GROUP_FUTURE:
+        if (f->type == FRAME_READY)
+            group_seq_saw(&g->seq, f->id.op);
+        if (f->type == FRAME_ABORT)
+            group_seq_heard_failed(&g->seq, f->id.op);
+        else
+            numbers_differ(e, p, g, f);
+        (void)group_sweep(e, g);
+        return;
+    }
+    if (f->type == FRAME_READY)
+        group_seq_saw(&g->seq, f->id.op);
+    if (op == NULL && (op = op_get(e, g, f->id.op, 1)) == NULL) {
+        log_warn("out of memory: dropping a frame of group \"%s\"", g->name);
         return;
     }
     switch (f->type) {
@@ -453,6 +528,7 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
     case FRAME_ABORT: op_fail(e, op, f->status, 0, "%s", f->message); break;
     default: break;
     }
+    (void)group_sweep(e, g);
 }
 
 eng_call *

@@ -38,6 +38,7 @@ fuzz_request(const void *mem, size_t len, size_t cap)
     CHECK(strlen(a.group) >= 1 && strlen(a.group) <= A2A_GROUP_NAME_MAX);
     CHECK(dtype_valid(a.dtype) && a.timeout_ms >= 0);
     CHECK(a.self_copied >= 0 && a.self_copied <= (int64_t)a.n);
+    CHECK(a.op_next >= -1 && (a.op_failed == 0 || a.op_failed == 1));
     CHECK(a.send_len <= INT64_MAX && a.recv_len <= INT64_MAX);
     shmchan_init(fresh, sizeof(fresh));
     CHECK(shmchan_req_write(fresh, sizeof(fresh), seq, &a) == 0);
@@ -47,7 +48,7 @@ fuzz_request(const void *mem, size_t len, size_t cap)
     CHECK(seq == seq2 && strcmp(a.group, b.group) == 0 && a.dtype == b.dtype &&
           a.timeout_ms == b.timeout_ms && a.send_addr == b.send_addr && a.send_len == b.send_len &&
           a.recv_addr == b.recv_addr && a.recv_len == b.recv_len && a.n == b.n &&
-          a.self_copied == b.self_copied);
+          a.self_copied == b.self_copied && a.op_next == b.op_next && a.op_failed == b.op_failed);
     CHECK(memcmp(a.counts, b.counts, 4 * a.n * sizeof(int64_t)) == 0);
 }
 

@@ -159,6 +159,40 @@ fuzz_envelopes(const uint8_t *data, size_t size)
     }
 }
 
+static void
+fuzz_a2av(const uint8_t *data, size_t size)
+{
+    wire_a2av a, b;
+    msgpack_sbuffer sb;
+    int64_t next, next2;
+
+    if (wire_a2av_reply_decode(&next, data, size, err, sizeof(err)) == 0) {
+        CHECK(next >= -1);
+        msgpack_sbuffer_init(&sb);
+        CHECK(wire_a2av_reply_encode(&sb, next) == 0);
+        CHECK(wire_a2av_reply_decode(&next2, REDECODE(sb), err, sizeof(err)) == 0);
+        CHECK(next == next2);
+        msgpack_sbuffer_destroy(&sb);
+    }
+    if (wire_a2av_decode(&a, data, size, err, sizeof(err)) != 0) {
+        CHECK(a.counts == NULL && a.n == 0);
+        return;
+    }
+    CHECK(a.n >= 1 && a.op_next >= -1 && (a.op_failed == 0 || a.op_failed == 1));
+    msgpack_sbuffer_init(&sb);
+    CHECK(wire_a2av_encode(&sb, &a) == 0);
+    CHECK(wire_a2av_decode(&b, REDECODE(sb), err, sizeof(err)) == 0);
+    CHECK(strcmp(a.group, b.group) == 0 && a.n == b.n && a.dtype == b.dtype &&
+          a.timeout_ms == b.timeout_ms && a.send_addr == b.send_addr && a.send_len == b.send_len &&
+          a.recv_addr == b.recv_addr && a.recv_len == b.recv_len && a.op_next == b.op_next &&
+          a.op_failed == b.op_failed && a.job.world_rank == b.job.world_rank &&
+          a.job.pid == b.job.pid);
+    CHECK(memcmp(a.counts, b.counts, 4 * a.n * sizeof(int64_t)) == 0);
+    wire_a2av_fini(&a);
+    wire_a2av_fini(&b);
+    msgpack_sbuffer_destroy(&sb);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -169,5 +203,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_group_list(data, size);
     fuzz_health(data, size);
     fuzz_empty(data, size);
+    fuzz_a2av(data, size);
     return 0;
 }

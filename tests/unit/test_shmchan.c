@@ -292,19 +292,45 @@ test_reply(void)
 {
     char msg[SHMCHAN_MSG_MAX];
     a2a_status st = A2A_OK;
+    int64_t next = 0;
     shmchan_init(mem, SHMCHAN_SIZE);
-    CU_ASSERT_EQUAL(shmchan_reply_read(mem, 1, &st, msg, sizeof(msg)), -1); /* no reply yet */
-    shmchan_reply_write(mem, 6, A2A_ERR_COUNT_MISMATCH, "rank 0 sends 3 int16 to rank 1");
-    CU_ASSERT_EQUAL(shmchan_reply_read(mem, 5, &st, msg, sizeof(msg)), -1);
-    CU_ASSERT_EQUAL_FATAL(shmchan_reply_read(mem, 6, &st, msg, sizeof(msg)), 0);
+    CU_ASSERT_EQUAL(shmchan_reply_read(mem, 1, &st, msg, sizeof(msg), &next), -1); /* none yet */
+    shmchan_reply_write(mem, 6, A2A_ERR_COUNT_MISMATCH, "rank 0 sends 3 int16 to rank 1", 42);
+    CU_ASSERT_EQUAL(shmchan_reply_read(mem, 5, &st, msg, sizeof(msg), &next), -1);
+    CU_ASSERT_EQUAL_FATAL(shmchan_reply_read(mem, 6, &st, msg, sizeof(msg), &next), 0);
     CU_ASSERT_EQUAL(st, A2A_ERR_COUNT_MISMATCH);
     CU_ASSERT_STRING_EQUAL(msg, "rank 0 sends 3 int16 to rank 1");
-    /* a garbage status and an unterminated message stay bounded */
+    CU_ASSERT_EQUAL(next, 42); /* the number of the rank's next call */
+    /* a garbage status, next number and an unterminated message stay bounded */
     hdr()->status = 99;
+    hdr()->reply_next = -7;
     memset(hdr()->message, 'm', sizeof(hdr()->message));
-    CU_ASSERT_EQUAL_FATAL(shmchan_reply_read(mem, 6, &st, msg, sizeof(msg)), 0);
+    CU_ASSERT_EQUAL_FATAL(shmchan_reply_read(mem, 6, &st, msg, sizeof(msg), &next), 0);
     CU_ASSERT_EQUAL(st, A2A_ERR_INTERNAL);
+    CU_ASSERT_EQUAL(next, -1);
     CU_ASSERT_EQUAL(strlen(msg), SHMCHAN_MSG_MAX - 1);
+}
+
+/* op_next is -1 or a number, op_failed 0 or 1; both survive the round trip */
+static void
+test_op_number(void)
+{
+    wire_a2av a;
+    uint64_t seq;
+    put_request(3, 1);
+    hdr()->op_next = 17;
+    hdr()->op_failed = 1;
+    CU_ASSERT_EQUAL_FATAL(
+        shmchan_req_decode(&a, &seq, counts, SHMCHAN_MAX_N, mem, SHMCHAN_SIZE, err, sizeof(err)),
+        0);
+    CU_ASSERT_EQUAL(a.op_next, 17);
+    CU_ASSERT_EQUAL(a.op_failed, 1);
+    put_request(3, 1);
+    hdr()->op_next = -2;
+    refused(SHMCHAN_SIZE, "op_next = -2");
+    put_request(3, 1);
+    hdr()->op_failed = 2;
+    refused(SHMCHAN_SIZE, "op_failed = 2 out of range");
 }
 
 static void
@@ -386,6 +412,7 @@ main(int argc, char **argv)
         {"bad dtype", test_bad_dtype},
         {"negative timeout", test_negative_timeout},
         {"self_copied", test_self_copied},
+        {"operation number", test_op_number},
         {"garbage state", test_garbage_state},
         {"channel shorter than its header", test_short_channel},
         {"magic, version and size", test_check},

@@ -40,11 +40,14 @@ enum kind {
     K_GROUP_LIST,
     K_HEALTH,
     K_EMPTY,
+    K_A2AV,
+    K_A2AV_REPLY,
     K_COUNT
 };
 
 static const char *const kind_names[K_COUNT] = {
-    "request", "reply", "group name", "create", "group", "group list", "health", "empty",
+    "request",    "reply",  "group name", "create",    "group",
+    "group list", "health", "empty",      "AllToAllV", "AllToAllV reply",
 };
 
 /*
@@ -108,6 +111,20 @@ decode_kind(enum kind k, const void *buf, size_t len, char *err, size_t errlen)
         break;
     }
     case K_EMPTY: rc = wire_empty_decode(copy, len, err, errlen); break;
+    case K_A2AV: {
+        wire_a2av a;
+        rc = wire_a2av_decode(&a, copy, len, err, errlen);
+        if (rc == 0)
+            wire_a2av_fini(&a);
+        else
+            CU_ASSERT_PTR_NULL(a.counts);
+        break;
+    }
+    case K_A2AV_REPLY: {
+        int64_t next;
+        rc = wire_a2av_reply_decode(&next, copy, len, err, errlen);
+        break;
+    }
     default: CU_FAIL("bad kind");
     }
     free(copy);
@@ -200,6 +217,24 @@ encode_valid(enum kind k, msgpack_sbuffer *sb)
         break;
     }
     case K_EMPTY: rc = wire_empty_encode(sb); break;
+    case K_A2AV: {
+        int64_t counts[8] = {1, 2, 0, 1, 2, 1, 0, 2};
+        wire_a2av a = {.job = {.world_rank = 3, .pid = 77, .probe_addr = 0x1000},
+                       .group = "experts_even",
+                       .dtype = A2A_INT32,
+                       .timeout_ms = 2500,
+                       .send_addr = 0x2000,
+                       .send_len = 3,
+                       .recv_addr = 0x3000,
+                       .recv_len = 3,
+                       .n = 2,
+                       .counts = counts,
+                       .op_next = 41,
+                       .op_failed = 1};
+        rc = wire_a2av_encode(sb, &a);
+        break;
+    }
+    case K_A2AV_REPLY: rc = wire_a2av_reply_encode(sb, 42); break;
     default: break;
     }
     CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -1415,6 +1450,59 @@ test_field_helpers(void)
     CU_ASSERT_NOT_EQUAL(wire_array(&o, -1, 2, "a", err, sizeof(err)), 0);
 }
 
+/* AllToAllV carries the job's operation number and failed flag; the reply the next number */
+static void
+test_a2av_round_trip(void)
+{
+    msgpack_sbuffer sb;
+    wire_a2av a;
+    int64_t next;
+    char err[256];
+
+    msgpack_sbuffer_init(&sb);
+    encode_valid(K_A2AV, &sb);
+    CU_ASSERT_EQUAL_FATAL(wire_a2av_decode(&a, (const uint8_t *)sb.data, sb.size, err, sizeof(err)),
+                          0);
+    CU_ASSERT_STRING_EQUAL(a.group, "experts_even");
+    CU_ASSERT_EQUAL(a.n, 2);
+    CU_ASSERT_EQUAL(a.counts[7], 2);
+    CU_ASSERT_EQUAL(a.op_next, 41);
+    CU_ASSERT_EQUAL(a.op_failed, 1);
+    wire_a2av_fini(&a);
+    msgpack_sbuffer_destroy(&sb);
+    /* -1 (no number yet) is fine, below is not; the flag is 0 or 1 */
+    for (int i = 0; i < 3; i++) {
+        int64_t counts[4] = {1, 0, 1, 0};
+        wire_a2av b = {.group = "g",
+                       .n = 1,
+                       .counts = counts,
+                       .op_next = i == 0   ? -1
+                                  : i == 1 ? -2
+                                           : 5,
+                       .op_failed = i == 2 ? 3 : 0};
+        msgpack_sbuffer_init(&sb);
+        CU_ASSERT_EQUAL(wire_a2av_encode(&sb, &b), 0);
+        CU_ASSERT_EQUAL(wire_a2av_decode(&a, (const uint8_t *)sb.data, sb.size, err, sizeof(err)),
+                        i == 0 ? 0 : -1);
+        if (i == 0)
+            wire_a2av_fini(&a);
+        else
+            CU_ASSERT_PTR_NOT_NULL(strstr(err, "out of range"));
+        msgpack_sbuffer_destroy(&sb);
+    }
+    msgpack_sbuffer_init(&sb);
+    encode_valid(K_A2AV_REPLY, &sb);
+    CU_ASSERT_EQUAL(
+        wire_a2av_reply_decode(&next, (const uint8_t *)sb.data, sb.size, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(next, 42);
+    msgpack_sbuffer_destroy(&sb);
+    msgpack_sbuffer_init(&sb);
+    CU_ASSERT_EQUAL(wire_a2av_reply_encode(&sb, -3), 0);
+    CU_ASSERT_EQUAL(
+        wire_a2av_reply_decode(&next, (const uint8_t *)sb.data, sb.size, err, sizeof(err)), -1);
+    msgpack_sbuffer_destroy(&sb);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1427,6 +1515,7 @@ main(int argc, char **argv)
         {"group list round trip", test_group_list_round_trip},
         {"health round trip", test_health_round_trip},
         {"empty round trip", test_empty_round_trip},
+        {"AllToAllV round trip", test_a2av_round_trip},
         {"valid messages", test_valid_messages},
         {"empty buffer", test_empty_buffer},
         {"truncated at every byte", test_truncated},

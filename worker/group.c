@@ -1,0 +1,263 @@
+/* group.c - the numbering rules of a group's operations, and the store of early frames. */
+#include "group.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int
+group_seq_init(group_seq *gs, size_t nlocal, const int64_t *world)
+{
+    memset(gs, 0, sizeof(*gs));
+    gs->nlocal = nlocal;
+    if (nlocal == 0)
+        return 0;
+    gs->world = calloc(nlocal, sizeof(*gs->world));
+    gs->next = calloc(nlocal, sizeof(*gs->next));
+    gs->resync = calloc(nlocal, sizeof(*gs->resync));
+    gs->known = calloc(nlocal, sizeof(*gs->known));
+    if (gs->world == NULL || gs->next == NULL || gs->resync == NULL || gs->known == NULL)
+        return -1;
+    memcpy(gs->world, world, nlocal * sizeof(*world));
+    return 0;
+}
+
+void
+group_seq_fini(group_seq *gs)
+{
+    free(gs->world);
+    free(gs->next);
+    free(gs->resync);
+    free(gs->known);
+    gs->known = NULL;
+    gs->world = NULL;
+    gs->next = NULL;
+    gs->resync = NULL;
+    gs->nlocal = 0;
+}
+
+void
+group_seq_carry(group_seq *gs, const group_seq *old)
+{
+    for (size_t i = 0; i < gs->nlocal; i++)
+        for (size_t j = 0; j < old->nlocal; j++)
+            if (gs->world[i] == old->world[j] && old->known[j]) {
+                gs->next[i] = old->next[j];
+                gs->resync[i] = old->resync[j];
+                gs->known[i] = 1;
+            }
+    memcpy(gs->hist, old->hist, sizeof(gs->hist));
+    gs->nhist = old->nhist;
+    gs->hint = old->hint;
+    gs->top_failed = old->top_failed;
+}
+
+uint64_t
+group_seq_min_next(const group_seq *gs)
+{
+    uint64_t m = UINT64_MAX;
+    for (size_t i = 0; i < gs->nlocal; i++)
+        if (gs->known[i] && gs->next[i] < m)
+            m = gs->next[i];
+    return m;
+}
+
+const group_failed *
+group_seq_failed(const group_seq *gs, uint64_t num)
+{
+    size_t k = gs->nhist < GROUP_HISTORY ? gs->nhist : GROUP_HISTORY;
+    for (size_t i = 0; i < k; i++)
+        if (gs->hist[i].num == num)
+            return &gs->hist[i];
+    return NULL;
+}
+
+void
+group_seq_fail(group_seq *gs, uint64_t num, a2a_status st, const char *msg)
+{
+    group_failed *h;
+    if (group_seq_failed(gs, num) != NULL)
+        return;
+    h = &gs->hist[gs->nhist++ % GROUP_HISTORY];
+    h->num = num;
+    h->status = st;
+    snprintf(h->msg, sizeof(h->msg), "%s", msg != NULL ? msg : "");
+    if (num + 1 > gs->top_failed)
+        gs->top_failed = num + 1;
+}
+
+void
+group_seq_heard_failed(group_seq *gs, uint64_t num)
+{
+    if (num + 1 > gs->top_failed)
+        gs->top_failed = num + 1;
+}
+
+group_pos
+group_seq_classify(const group_seq *gs, uint64_t num, int exists, size_t nops)
+{
+    uint64_t lo = group_seq_min_next(gs);
+    if (exists)
+        return GROUP_ACTIVE;
+    if (lo == UINT64_MAX) /* nobody here has called yet: keep a few, where peers are */
+        return nops < GROUP_WINDOW ? GROUP_ACTIVE : GROUP_FUTURE;
+    if (num < lo)
+        return group_seq_failed(gs, num) != NULL ? GROUP_PAST_FAILED : GROUP_PAST;
+    if (num - lo >= GROUP_WINDOW)
+        return GROUP_FUTURE;
+    return GROUP_ACTIVE;
+}
+
+void
+group_seq_saw(group_seq *gs, uint64_t num)
+{
+    if (num > gs->hint)
+        gs->hint = num;
+}
+
+uint64_t
+group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed)
+{
+    uint64_t num;
+    int resync;
+
+    if (job_next >= 0) {
+        num = (uint64_t)job_next;
+        resync = job_failed;
+    } else {
+        /* the job's first call: after an earlier job on this rank, it is not the latecomer of
+         * that job's calls; as the rank's first call here, it is the group's first operation
+         * for this rank and may well be late */
+        num = gs->next[lidx];
+        resync = gs->known[lidx];
+    }
+    if (resync) {
+        if (gs->top_failed > num)
+            num = gs->top_failed;
+        if (gs->hint > num)
+            num = gs->hint;
+        while (group_seq_failed(gs, num) != NULL) /* at most GROUP_HISTORY steps */
+            num++;
+    }
+    gs->next[lidx] = num + 1;
+    gs->resync[lidx] = 0;
+    gs->known[lidx] = 1;
+    return num;
+}
+
+void
+group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st)
+{
+    if (gs->next[lidx] < num + 1)
+        gs->next[lidx] = num + 1;
+    gs->resync[lidx] = st != A2A_OK;
+}
+
+/* ---- early frames ---- */
+
+size_t
+early_frame_bytes(const frame *f)
+{
+    return sizeof(early_frame) + f->n * 2 * sizeof(int64_t) + f->payload_len;
+}
+
+/* group_usage counts the frames and bytes kept for name. */
+static void
+group_usage(const early_store *s, const char *name, size_t *n, size_t *bytes)
+{
+    *n = 0;
+    *bytes = 0;
+    for (const early_frame *x = s->head; x != NULL; x = x->next)
+        if (strcmp(x->f.id.group, name) == 0) {
+            (*n)++;
+            *bytes += x->bytes;
+        }
+}
+
+int
+early_keep(early_store *s, int peer, frame *f, int64_t now_ms)
+{
+    size_t bytes = early_frame_bytes(f), gn, gbytes;
+    early_frame *x;
+
+    early_expire(s, now_ms);
+    group_usage(s, f->id.group, &gn, &gbytes);
+    if (s->n >= EARLY_MAX || s->bytes + bytes > EARLY_BYTES || gn >= EARLY_GROUP_MAX ||
+        gbytes + bytes > EARLY_GROUP_BYTES || (x = calloc(1, sizeof(*x))) == NULL) {
+        s->refused++;
+        return -1;
+    }
+    x->peer = peer;
+    x->at_ms = now_ms;
+    x->bytes = bytes;
+    x->f = *f; /* takes over srcs, counts and payload */
+    f->srcs = NULL;
+    f->counts = NULL;
+    f->n = 0;
+    f->payload = NULL;
+    f->payload_len = 0;
+    if (s->tail != NULL)
+        s->tail->next = x;
+    else
+        s->head = x;
+    s->tail = x;
+    s->n++;
+    s->bytes += bytes;
+    return 0;
+}
+
+/* unlink removes x, whose predecessor is prev (NULL: the head). */
+static void
+unlink_frame(early_store *s, early_frame *prev, early_frame *x)
+{
+    if (prev != NULL)
+        prev->next = x->next;
+    else
+        s->head = x->next;
+    if (s->tail == x)
+        s->tail = prev;
+    x->next = NULL;
+    s->n--;
+    s->bytes -= x->bytes;
+}
+
+early_frame *
+early_take(early_store *s, const char *name, uint64_t epoch)
+{
+    for (early_frame *x = s->head, *prev = NULL; x != NULL; prev = x, x = x->next)
+        if (strcmp(x->f.id.group, name) == 0 && x->f.id.epoch <= epoch) {
+            unlink_frame(s, prev, x);
+            return x;
+        }
+    return NULL;
+}
+
+void
+early_expire(early_store *s, int64_t now_ms)
+{
+    while (s->head != NULL && s->head->at_ms < now_ms - EARLY_AGE_MS) {
+        early_frame *x = s->head;
+        unlink_frame(s, NULL, x);
+        s->expired++;
+        early_free(x);
+    }
+}
+
+void
+early_free(early_frame *x)
+{
+    if (x == NULL)
+        return;
+    frame_fini(&x->f);
+    free(x);
+}
+
+void
+early_clear(early_store *s)
+{
+    while (s->head != NULL) {
+        early_frame *x = s->head;
+        unlink_frame(s, NULL, x);
+        early_free(x);
+    }
+}

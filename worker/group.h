@@ -1,0 +1,148 @@
+/*
+ * group.h - which operation a call of a group is, at one worker: the numbering
+ * rules (docs/ARCHITECTURE.md, "Operation identity") as a pure state machine.
+ *
+ * An operation is named by (group, epoch, number) on every frame. Numbers are
+ * per group and continuous across epochs; every job keeps the next number of
+ * each group it calls and sends it with each call, so a restarted worker
+ * learns them back from its jobs, and each worker keeps the next number of its
+ * local ranks for a job that starts anew on a rank. Nothing here does I/O,
+ * takes a lock or reads a clock: time comes in as an argument, and the caller
+ * (worker/engine.c) runs what the functions decide.
+ *
+ * Includes only a2a.h, common/ and its own header.
+ */
+#ifndef A2A_WORKER_GROUP_H
+#define A2A_WORKER_GROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2a.h"
+#include "common/frame.h"
+
+#define GROUP_HISTORY 64 /* failed operations remembered per group */
+#define GROUP_WINDOW 4   /* how far ahead of its slowest local rank a group keeps operations */
+#define GROUP_MSG_MAX 1024
+
+/* A failed operation, as a latecomer is told. */
+typedef struct {
+    uint64_t num;
+    a2a_status status;
+    char msg[GROUP_MSG_MAX];
+} group_failed;
+
+/* The numbering state of one group at one worker. */
+typedef struct {
+    size_t nlocal;
+    int64_t *world; /* by local index: the world rank (to carry state to a new epoch) */
+    uint64_t *next; /* by local index: the number that rank's next call gets */
+    int *resync;    /* by local index: its last call failed */
+    int *known;     /* by local index: next is known (a call came, or a record carried) */
+    group_failed hist[GROUP_HISTORY];
+    size_t nhist;        /* failures recorded (hist is a ring of the last GROUP_HISTORY) */
+    uint64_t hint;       /* the highest number a peer's rank is in or was in (READY) */
+    uint64_t top_failed; /* 1 + the highest failed number (0: none) */
+} group_seq;
+
+/* Where a frame's operation number lies for this group. */
+typedef enum {
+    GROUP_ACTIVE,      /* within the window: the operation exists or may be created */
+    GROUP_PAST_FAILED, /* every local rank is past it, and it failed: answer from the history */
+    GROUP_PAST,        /* every local rank is past it, and it did not fail here: numbers differ */
+    GROUP_FUTURE,      /* GROUP_WINDOW or more ahead of the slowest local rank: numbers differ */
+} group_pos;
+
+/* group_seq_init makes the state of a group whose local ranks have world ranks world[0..n);
+ * 0, or -1 when out of memory (then group_seq_fini is still safe). */
+int group_seq_init(group_seq *gs, size_t nlocal, const int64_t *world);
+
+/* group_seq_fini frees what group_seq_init allocated; safe on a zeroed state. */
+void group_seq_fini(group_seq *gs);
+
+/* group_seq_carry takes over from old (the same group's previous epoch) the next numbers of the
+ * local ranks that both have (by world rank), the history and the hint. */
+void group_seq_carry(group_seq *gs, const group_seq *old);
+
+/* group_seq_min_next returns the smallest next number of the local ranks whose number is known
+ * (UINT64_MAX when none is). */
+uint64_t group_seq_min_next(const group_seq *gs);
+
+/* group_seq_failed returns the recorded failure of operation num, or NULL. */
+const group_failed *group_seq_failed(const group_seq *gs, uint64_t num);
+
+/* group_seq_fail records that operation num failed (once; a later record keeps the first). */
+void group_seq_fail(group_seq *gs, uint64_t num, a2a_status st, const char *msg);
+
+/* group_seq_heard_failed notes that operation num failed at a peer, out of this worker's window:
+ * no history (nothing here fails in advance), but a resynchronising call goes past it. */
+void group_seq_heard_failed(group_seq *gs, uint64_t num);
+
+/* group_seq_classify says where num lies; exists: the caller holds that operation already; nops:
+ * how many operations of the group it holds. With no local rank's number known (a worker that
+ * just started), a frame may create an operation while fewer than GROUP_WINDOW exist. */
+group_pos group_seq_classify(const group_seq *gs, uint64_t num, int exists, size_t nops);
+
+/* group_seq_saw notes that a peer's rank is in operation num (it sent READY for it). */
+void group_seq_saw(group_seq *gs, uint64_t num);
+
+/*
+ * group_seq_begin returns the number of a call of local rank lidx. job_next is the number the
+ * job sent (-1: the job's first call on this group, so the worker's own record is used),
+ * job_failed whether the job's previous call on the group failed. After a failure, or for a
+ * new job on a rank that an earlier job used, the call skips to the first number no member
+ * can still be in with an earlier call: past every failure recorded and up to the operation
+ * a peer's rank is in. The rank's next number becomes the result + 1.
+ */
+uint64_t group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed);
+
+/* group_seq_end records how local rank lidx's call of operation num ended. */
+void group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st);
+
+/*
+ * The store of frames for groups or epochs this worker has not resolved yet:
+ * bounded in count, bytes and age, per group and in total, replayed in order
+ * of arrival. Frames past a bound are refused (the caller counts and logs
+ * them); frames older than EARLY_AGE_MS are dropped.
+ */
+#define EARLY_MAX 1024               /* frames in all */
+#define EARLY_BYTES (8u << 20)       /* bytes in all (headers' lists and payloads) */
+#define EARLY_GROUP_MAX 256          /* frames of one group name */
+#define EARLY_GROUP_BYTES (2u << 20) /* bytes of one group name */
+#define EARLY_AGE_MS 30000           /* how long a frame is kept */
+
+typedef struct early_frame {
+    struct early_frame *next;
+    int peer;
+    int64_t at_ms;
+    size_t bytes;
+    frame f;
+} early_frame;
+
+typedef struct {
+    early_frame *head, *tail;
+    size_t n, bytes;
+    uint64_t refused, expired; /* counters, for logs and metrics */
+} early_store;
+
+/* early_frame_bytes returns what keeping f costs (its lists, its payload and the record). */
+size_t early_frame_bytes(const frame *f);
+
+/* early_keep stores *f from peer (taking over its lists and payload, so that *f is left empty)
+ * at time now_ms; 0, or -1 when a bound refuses it (then *f is unchanged). */
+int early_keep(early_store *s, int peer, frame *f, int64_t now_ms);
+
+/* early_take removes and returns, oldest first, the next frame of group name with an epoch
+ * <= epoch (NULL: none); the caller frees it with early_free. */
+early_frame *early_take(early_store *s, const char *name, uint64_t epoch);
+
+/* early_expire drops the frames kept since before now_ms - EARLY_AGE_MS. */
+void early_expire(early_store *s, int64_t now_ms);
+
+/* early_free frees one frame taken from the store; NULL is fine. */
+void early_free(early_frame *x);
+
+/* early_clear frees every frame of the store. */
+void early_clear(early_store *s);
+
+#endif
