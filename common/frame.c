@@ -109,8 +109,9 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
             msgpack_pack_int64(&pk, f->dst) || msgpack_pack_uint64(&pk, f->offset);
         break;
     case FRAME_ABORT:
-        r = msgpack_pack_array(&pk, 6) || msgpack_pack_int(&pk, f->type) ||
-            pack_opid(&pk, &f->id) || msgpack_pack_int(&pk, f->status) || pack_str(&pk, f->message);
+        r = msgpack_pack_array(&pk, 7) || msgpack_pack_int(&pk, f->type) ||
+            pack_opid(&pk, &f->id) || msgpack_pack_int(&pk, f->status) ||
+            pack_str(&pk, f->message) || msgpack_pack_uint64(&pk, f->resync);
         break;
     default: return -1;
     }
@@ -210,7 +211,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
     int32_t st = 0;
     static const uint32_t fields[] = {
         [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
-        [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2};
+        [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2};
     if (n != fields[f->type])
         return msg_fail(err, errlen, "frame type %d with %u fields", f->type, n);
     switch (f->type) {
@@ -249,7 +250,8 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
     case FRAME_ABORT:
         if (opid_decode(&f->id, &a[1], err, errlen) ||
             small_field(&st, &a[4], A2A_STATUS_COUNT - 1, "status", err, errlen) ||
-            wire_str(f->message, FRAME_MSG_MAX, &a[5], "message", err, errlen))
+            wire_str(f->message, FRAME_MSG_MAX, &a[5], "message", err, errlen) ||
+            wire_u64(&f->resync, &a[6], "resync", err, errlen))
             return -1;
         f->status = (a2a_status)st;
         return st == A2A_OK ? msg_fail(err, errlen, "abort with status OK") : 0;

@@ -80,6 +80,7 @@ typedef struct {
     int64_t count;                   /* SLICE: the sender's count */
     a2a_status status;               /* SLICE, ABORT */
     uint64_t offset;                 /* DATA: byte offset in the slice */
+    uint64_t resync;                 /* ABORT: 0, or the lowest number the next calls may take */
     char message[FRAME_MSG_MAX + 1]; /* SLICE, ABORT */
     uint8_t *payload;                /* an eager SLICE's data, malloc'd by its reader */
     size_t payload_len;

@@ -115,6 +115,7 @@ struct eng_op {
     eng_rx *rx;           /* [lidx(d) * n + s] */
     eng_tx *tx;           /* [lidx(s) * n + d] */
     size_t arrived, left; /* local calls that came, and that went */
+    uint64_t resync;      /* its ABORT's resync (numbers differ), or 0 */
     a2a_status status;
     char msg[1024];
 };

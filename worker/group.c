@@ -14,9 +14,12 @@ group_seq_init(group_seq *gs, size_t nlocal, const int64_t *world)
         return 0;
     gs->world = calloc(nlocal, sizeof(*gs->world));
     gs->next = calloc(nlocal, sizeof(*gs->next));
-    gs->resync = calloc(nlocal, sizeof(*gs->resync));
+    gs->busy = calloc(nlocal, sizeof(*gs->busy));
+    gs->jump = calloc(nlocal, sizeof(*gs->jump));
+    gs->jump_after = calloc(nlocal, sizeof(*gs->jump_after));
     gs->known = calloc(nlocal, sizeof(*gs->known));
-    if (gs->world == NULL || gs->next == NULL || gs->resync == NULL || gs->known == NULL)
+    if (gs->world == NULL || gs->next == NULL || gs->busy == NULL || gs->jump == NULL ||
+        gs->jump_after == NULL || gs->known == NULL)
         return -1;
     memcpy(gs->world, world, nlocal * sizeof(*world));
     return 0;
@@ -27,12 +30,16 @@ group_seq_fini(group_seq *gs)
 {
     free(gs->world);
     free(gs->next);
-    free(gs->resync);
+    free(gs->busy);
+    free(gs->jump);
+    free(gs->jump_after);
     free(gs->known);
     gs->known = NULL;
     gs->world = NULL;
     gs->next = NULL;
-    gs->resync = NULL;
+    gs->busy = NULL;
+    gs->jump = NULL;
+    gs->jump_after = NULL;
     gs->nlocal = 0;
 }
 
@@ -43,13 +50,18 @@ group_seq_carry(group_seq *gs, const group_seq *old)
         for (size_t j = 0; j < old->nlocal; j++)
             if (gs->world[i] == old->world[j] && old->known[j]) {
                 gs->next[i] = old->next[j];
-                gs->resync[i] = old->resync[j];
+                gs->busy[i] = old->busy[j];
+                gs->jump[i] = old->jump[j];
+                gs->jump_after[i] = old->jump_after[j];
                 gs->known[i] = 1;
             }
     memcpy(gs->hist, old->hist, sizeof(gs->hist));
     gs->nhist = old->nhist;
     gs->hint = old->hint;
     gs->top_failed = old->top_failed;
+    gs->floor = old->floor;
+    memcpy(gs->differ, old->differ, sizeof(gs->differ));
+    gs->ndiffer = old->ndiffer;
 }
 
 uint64_t
@@ -101,8 +113,9 @@ group_seq_classify(const group_seq *gs, uint64_t num, int exists, size_t nops)
         return GROUP_ACTIVE;
     if (lo == UINT64_MAX) /* nobody here has called yet: keep a few, where peers are */
         return nops < GROUP_WINDOW ? GROUP_ACTIVE : GROUP_FUTURE;
-    if (num < lo)
-        return group_seq_failed(gs, num) != NULL ? GROUP_PAST_FAILED : GROUP_PAST;
+    if (num < lo) /* failures from before a resync belong to the old numbering */
+        return num >= gs->floor && group_seq_failed(gs, num) != NULL ? GROUP_PAST_FAILED
+                                                                     : GROUP_PAST;
     if (num - lo >= GROUP_WINDOW)
         return GROUP_FUTURE;
     return GROUP_ACTIVE;
@@ -116,31 +129,76 @@ group_seq_saw(group_seq *gs, uint64_t num)
 }
 
 uint64_t
+group_seq_top(const group_seq *gs, uint64_t max_op)
+{
+    uint64_t top = max_op;
+    for (size_t i = 0; i < gs->nlocal; i++)
+        if (gs->known[i] && gs->next[i] > 0 && gs->next[i] - 1 > top)
+            top = gs->next[i] - 1;
+    if (gs->hint > top)
+        top = gs->hint;
+    if (gs->top_failed > 0 && gs->top_failed - 1 > top)
+        top = gs->top_failed - 1;
+    if (gs->floor > 0 && gs->floor - 1 > top)
+        top = gs->floor - 1;
+    return top;
+}
+
+int
+group_seq_differ(group_seq *gs, uint64_t source, uint64_t num)
+{
+    size_t k = gs->ndiffer < GROUP_DIFFER ? gs->ndiffer : GROUP_DIFFER;
+    for (size_t i = 0; i < k; i++)
+        if (gs->differ[i][0] == source && gs->differ[i][1] == num)
+            return 1;
+    gs->differ[gs->ndiffer % GROUP_DIFFER][0] = source;
+    gs->differ[gs->ndiffer++ % GROUP_DIFFER][1] = num;
+    return 0;
+}
+
+int
+group_seq_resync(group_seq *gs, uint64_t r, uint64_t max_op)
+{
+    if (r > group_seq_top(gs, max_op) + GROUP_RESYNC_MAX)
+        return 0; /* no worker is that far on: a bogus frame must not exhaust the numbers */
+    if (r > gs->floor)
+        gs->floor = r;
+    for (size_t i = 0; i < gs->nlocal; i++) {
+        uint64_t *j = gs->busy[i] ? &gs->jump[i] : &gs->jump_after[i];
+        if (r > *j)
+            *j = r;
+    }
+    return 1;
+}
+
+uint64_t
 group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed)
 {
     uint64_t num;
-    int resync;
 
+    (void)job_failed;
     if (job_next >= 0) {
         num = (uint64_t)job_next;
-        resync = job_failed;
     } else {
         /* the job's first call: after an earlier job on this rank, it is not the latecomer of
          * that job's calls; as the rank's first call here, it is the group's first operation
          * for this rank and may well be late */
         num = gs->next[lidx];
-        resync = gs->known[lidx];
+        if (gs->known[lidx]) {
+            if (gs->top_failed > num)
+                num = gs->top_failed;
+            if (gs->hint > num)
+                num = gs->hint;
+            while (group_seq_failed(gs, num) != NULL) /* at most GROUP_HISTORY steps */
+                num++;
+        }
     }
-    if (resync) {
-        if (gs->top_failed > num)
-            num = gs->top_failed;
-        if (gs->hint > num)
-            num = gs->hint;
-        while (group_seq_failed(gs, num) != NULL) /* at most GROUP_HISTORY steps */
-            num++;
-    }
+    if (gs->jump[lidx] > num)
+        num = gs->jump[lidx];
+    gs->jump[lidx] = gs->jump_after[lidx];
+    gs->jump_after[lidx] = 0;
     gs->next[lidx] = num + 1;
-    gs->resync[lidx] = 0;
+    gs->busy[lidx] = 1;
     gs->known[lidx] = 1;
     return num;
 }
@@ -150,7 +208,8 @@ group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st)
 {
     if (gs->next[lidx] < num + 1)
         gs->next[lidx] = num + 1;
-    gs->resync[lidx] = st != A2A_OK;
+    (void)st;
+    gs->busy[lidx] = 0;
 }
 
 /* ---- early frames ---- */

@@ -24,6 +24,8 @@
 #define GROUP_HISTORY 64 /* failed operations remembered per group */
 #define GROUP_WINDOW 4   /* how far ahead of its slowest local rank a group keeps operations */
 #define GROUP_MSG_MAX 1024
+#define GROUP_DIFFER 16 /* the numbers of frames that made a worker resync, remembered */
+#define GROUP_RESYNC_MAX (1ull << 32) /* how far beyond its own numbers a worker follows a peer */
 
 /* A failed operation, as a latecomer is told. */
 typedef struct {
@@ -35,21 +37,27 @@ typedef struct {
 /* The numbering state of one group at one worker. */
 typedef struct {
     size_t nlocal;
-    int64_t *world; /* by local index: the world rank (to carry state to a new epoch) */
-    uint64_t *next; /* by local index: the number that rank's next call gets */
-    int *resync;    /* by local index: its last call failed */
-    int *known;     /* by local index: next is known (a call came, or a record carried) */
+    int64_t *world;       /* by local index: the world rank (to carry state to a new epoch) */
+    uint64_t *next;       /* by local index: the number that rank's next call gets */
+    int *busy;            /* by local index: in a call (between group_seq_begin and _end) */
+    uint64_t *jump;       /* by local index: a resync floor for its next call (0: none) */
+    uint64_t *jump_after; /* by local index: one for the call after that (0: none) */
+    int *known;           /* by local index: next is known (a call came, or a record carried) */
     group_failed hist[GROUP_HISTORY];
     size_t nhist;        /* failures recorded (hist is a ring of the last GROUP_HISTORY) */
     uint64_t hint;       /* the highest number a peer's rank is in or was in (READY) */
     uint64_t top_failed; /* 1 + the highest failed number (0: none) */
+    uint64_t floor;      /* the highest resync (numbers differed) */
+    uint64_t differ[GROUP_DIFFER][2]; /* (source, number) of frames that made this worker resync */
+    size_t ndiffer;
 } group_seq;
 
 /* Where a frame's operation number lies for this group. */
 typedef enum {
     GROUP_ACTIVE,      /* within the window: the operation exists or may be created */
     GROUP_PAST_FAILED, /* every local rank is past it, and it failed: answer from the history */
-    GROUP_PAST,        /* every local rank is past it, and it did not fail here: numbers differ */
+    GROUP_PAST,        /* every local rank is past it, and it did not fail here (or it is below
+                        * the last resync): numbers differ */
     GROUP_FUTURE,      /* GROUP_WINDOW or more ahead of the slowest local rank: numbers differ */
 } group_pos;
 
@@ -86,13 +94,30 @@ group_pos group_seq_classify(const group_seq *gs, uint64_t num, int exists, size
 /* group_seq_saw notes that a peer's rank is in operation num (it sent READY for it). */
 void group_seq_saw(group_seq *gs, uint64_t num);
 
+/* group_seq_top returns the highest number this worker knows in use or failed (its ranks' and
+ * its operations', the peers' it saw; max_op: the highest of the operations it holds). */
+uint64_t group_seq_top(const group_seq *gs, uint64_t max_op);
+
+/* group_seq_differ returns 1 when a frame of number num from source (a peer worker's run: its
+ * index and incarnation) already made this worker resync (a straggler of the same call: its
+ * other READYs, its eager SLICE), else notes it and returns 0. */
+int group_seq_differ(group_seq *gs, uint64_t source, uint64_t num);
+
 /*
- * group_seq_begin returns the number of a call of local rank lidx. job_next is the number the
- * job sent (-1: the job's first call on this group, so the worker's own record is used),
- * job_failed whether the job's previous call on the group failed. After a failure, or for a
- * new job on a rank that an earlier job used, the call skips to the first number no member
- * can still be in with an earlier call: past every failure recorded and up to the operation
- * a peer's rank is in. The rank's next number becomes the result + 1.
+ * group_seq_resync resynchronises at r (numbers differ): a local rank in a call takes r or
+ * more with its next call; an idle one, whose next call belongs to the round that failed
+ * (it is late to it), with the call after that. r far beyond what this worker knows is
+ * ignored (returns 0), else returns 1.
+ */
+int group_seq_resync(group_seq *gs, uint64_t r, uint64_t max_op);
+
+/*
+ * group_seq_begin returns the number of a call of local rank lidx: the number the job sent
+ * (job_next; job_failed, whether its previous call failed, changes nothing), or for the job's
+ * first call on the group (-1) the rank's next number here. A new job on a rank that an
+ * earlier job used is not the latecomer of that job's calls: it skips past every failure
+ * recorded or heard of, to the operation a peer's rank is in. A resync (group_seq_resync)
+ * due for this call raises it. The rank's next number becomes the result + 1.
  */
 uint64_t group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed);
 

@@ -154,7 +154,7 @@ op_fail(engine *e, eng_op *op, a2a_status st, int broadcast, const char *fmt, ..
     }
     if (!broadcast)
         return;
-    frame f = {.type = FRAME_ABORT, .status = st};
+    frame f = {.type = FRAME_ABORT, .status = st, .resync = op->resync};
     snprintf(f.id.group, sizeof(f.id.group), "%s", g->name);
     f.id.epoch = g->epoch;
     f.id.op = op->num;
@@ -324,11 +324,12 @@ op_take_stash(engine *e, eng_op *op, eng_call *c)
     }
 }
 
-/* reply_abort tells peer p that the operation of f failed (or is gone). */
+/* reply_abort tells peer p that the operation of f failed (or is gone); resync: 0, or where
+ * the next calls resynchronise. */
 static void
-reply_abort(engine *e, eng_peer *p, const frame *f, a2a_status st, const char *msg)
+reply_abort(engine *e, eng_peer *p, const frame *f, a2a_status st, const char *msg, uint64_t resync)
 {
-    frame r = {.type = FRAME_ABORT, .id = f->id, .status = st};
+    frame r = {.type = FRAME_ABORT, .id = f->id, .status = st, .resync = resync};
     snprintf(r.message, sizeof(r.message), "%s", msg);
     link_send_ctl(e, p, &r, NULL);
 }
@@ -346,31 +347,55 @@ fail_num(engine *e, eng_group *g, uint64_t num, a2a_status st, int broadcast, co
         group_seq_fail(&g->seq, num, st, msg);
 }
 
+/* ops_top returns the highest number of g's operations here (0 with none). */
+static uint64_t
+ops_top(const eng_group *g)
+{
+    uint64_t top = 0;
+    for (const eng_op *op = g->ops; op != NULL; op = op->next)
+        if (op->num > top)
+            top = op->num;
+    return top;
+}
+
 /*
  * numbers_differ: a peer sent a frame of operation f->id.op, which none of our ranks can be
  * in (they are all past it, and it did not fail here; or it is GROUP_WINDOW or more ahead):
- * a restart renumbered one side. The sender's call fails, and so do our calls in progress,
- * so that no call is left waiting for a partner that went on; the next calls of both sides
- * resynchronise (group_seq_begin).
+ * a worker and its jobs started anew. Both sides' calls in progress fail, and every member
+ * resynchronises at r, a number past everything this worker and the frame know: the floor
+ * of the next calls here and, by the ABORTs' resync field, at the sender and the others.
  */
 static void
 numbers_differ(engine *e, eng_peer *p, eng_group *g, const frame *f)
 {
     char msg[600];
-    uint64_t lo = group_seq_min_next(&g->seq);
+    uint64_t top = group_seq_top(&g->seq, ops_top(g));
+    uint64_t r = (f->id.op > top ? f->id.op : top) + 1;
 
+    if (group_seq_differ(&g->seq, p->incarnation ^ ((uint64_t)p->idx << 48),
+                         f->id.op)) { /* a straggler of the call that made us resync */
+        if (f->type == FRAME_READY || f->type == FRAME_SLICE)
+            reply_abort(e, p, f, A2A_ERR_UNAVAILABLE,
+                        "operation numbers differ (a worker and its jobs restarted): the next "
+                        "calls resynchronise",
+                        g->seq.floor);
+        return;
+    }
     snprintf(msg, sizeof(msg),
              "worker %s is at operation %llu of group \"%s\" and worker %s at %llu: their "
-             "operation numbers differ after a restart; this call fails and the next one "
-             "resynchronises",
+             "operation numbers differ (a worker and its jobs restarted); this call fails and "
+             "the next ones resynchronise at %llu",
              p->w->name, (unsigned long long)f->id.op, g->name, e->self->name,
-             (unsigned long long)(lo == UINT64_MAX ? 0 : lo));
+             (unsigned long long)top, (unsigned long long)r);
     log_info("%s", msg);
+    (void)group_seq_resync(&g->seq, r, ops_top(g));
     if (f->type == FRAME_READY || f->type == FRAME_SLICE)
-        reply_abort(e, p, f, A2A_ERR_UNAVAILABLE, msg);
+        reply_abort(e, p, f, A2A_ERR_UNAVAILABLE, msg, r);
     for (eng_op *op = g->ops; op != NULL; op = op->next)
-        if (op->arrived > op->left)
+        if (op->arrived > op->left && op->status == A2A_OK) {
+            op->resync = r;
             op_fail(e, op, A2A_ERR_UNAVAILABLE, 1, "%s", msg);
+        }
 }
 
 /* older_epoch: a frame of an epoch before ours; its sender has not seen the group change. */
@@ -381,6 +406,8 @@ older_epoch(engine *e, eng_peer *p, eng_group *g, const frame *f)
     group_pos pos =
         group_seq_classify(&g->seq, f->id.op, op_get(e, g, f->id.op, 0) != NULL, g->nops);
 
+    if (f->type == FRAME_ABORT && f->resync > 0)
+        (void)group_seq_resync(&g->seq, f->resync, ops_top(g));
     snprintf(msg, sizeof(msg),
              "group \"%s\" changed while operation %llu ran (epoch %llu at worker %s, %llu at "
              "%s: a member worker restarted or the group was redefined); the next call uses the "
@@ -388,7 +415,7 @@ older_epoch(engine *e, eng_peer *p, eng_group *g, const frame *f)
              g->name, (unsigned long long)f->id.op, (unsigned long long)f->id.epoch, p->w->name,
              (unsigned long long)g->epoch, e->self->name);
     if (f->type == FRAME_READY || f->type == FRAME_SLICE)
-        reply_abort(e, p, f, A2A_ERR_UNAVAILABLE, msg);
+        reply_abort(e, p, f, A2A_ERR_UNAVAILABLE, msg, 0);
     /* the sender's call of that number fails: ours of the same number fails with it */
     if (pos == GROUP_ACTIVE)
         fail_num(e, g, f->id.op, f->type == FRAME_ABORT ? f->status : A2A_ERR_UNAVAILABLE,
@@ -492,13 +519,18 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
         (void)group_sweep(e, g);
         return;
     }
+    if (f->type == FRAME_ABORT && f->resync > 0 &&
+        !group_seq_resync(&g->seq, f->resync, ops_top(g)))
+        log_warn("ABORT from %s for operation %llu of group \"%s\" resynchronises at %llu, far "
+                 "beyond any number here: ignored",
+                 p->w->name, (unsigned long long)f->id.op, g->name, (unsigned long long)f->resync);
     op = op_get(e, g, f->id.op, 0);
     switch (group_seq_classify(&g->seq, f->id.op, op != NULL, g->nops)) {
     case GROUP_ACTIVE: break;
     case GROUP_PAST_FAILED:
         h = group_seq_failed(&g->seq, f->id.op);
         if (f->type == FRAME_READY || f->type == FRAME_SLICE)
-            reply_abort(e, p, f, h->status, h->msg);
+            reply_abort(e, p, f, h->status, h->msg, 0);
         return;
     case GROUP_PAST:
     case GROUP_FUTURE:
@@ -520,7 +552,7 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
     switch (f->type) {
     case FRAME_READY:
         if (op->status != A2A_OK)
-            reply_abort(e, p, f, op->status, op->msg);
+            reply_abort(e, p, f, op->status, op->msg, 0);
         else
             on_ready(e, p, g, op, f);
         break;

@@ -506,7 +506,14 @@ test_abort_round_trip(void)
     check_opid(&in, &out);
     CU_ASSERT_EQUAL(out.status, A2A_ERR_DEADLINE_EXCEEDED);
     CU_ASSERT_STRING_EQUAL(out.message, in.message);
+    CU_ASSERT_EQUAL(out.resync, 0);
     frame_fini(&out);
+
+    in.resync = UINT64_MAX - 1; /* where the next calls resynchronise */
+    round_trip(&in, 0, &out);
+    CU_ASSERT_EQUAL(out.resync, UINT64_MAX - 1);
+    frame_fini(&out);
+    in.resync = 0;
 
     in.status = A2A_STATUS_COUNT - 1;
     in.message[0] = '\0';
@@ -544,7 +551,7 @@ test_fini_zeroed(void)
 /* The number of fields of each type, the type itself included. */
 static const uint32_t nfields[] = {
     [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
-    [FRAME_ABORT] = 6, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2};
+    [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2};
 
 enum field_kind { F_TYPE, F_STR, F_U64, F_I64, F_LIST, F_BIN32 };
 
@@ -561,7 +568,7 @@ kind_of(int t, uint32_t i)
     case FRAME_READY: return i == 1 ? F_STR : i <= 3 ? F_U64 : i == 6 ? F_LIST : F_I64;
     case FRAME_SLICE: return i == 1 || i == 9 ? F_STR : i <= 3 ? F_U64 : F_I64;
     case FRAME_DATA: return i == 1 ? F_STR : i <= 3 || i == 6 ? F_U64 : F_I64;
-    case FRAME_ABORT: return i == 1 || i == 5 ? F_STR : i <= 3 ? F_U64 : F_I64;
+    case FRAME_ABORT: return i == 1 || i == 5 ? F_STR : i <= 3 || i == 6 ? F_U64 : F_I64;
     }
     return F_I64;
 }
@@ -970,13 +977,14 @@ test_string_limits(void)
     mb_fini(&b);
 
     mb_init(&b);
-    msgpack_pack_array(&b.pk, 6);
+    msgpack_pack_array(&b.pk, 7);
     msgpack_pack_int(&b.pk, FRAME_ABORT);
     mb_str(&b, "g");
     msgpack_pack_uint64(&b.pk, 1);
     msgpack_pack_uint64(&b.pk, 1);
     msgpack_pack_int(&b.pk, A2A_ERR_INTERNAL);
     mb_str(&b, m);
+    msgpack_pack_uint64(&b.pk, 0);
     expect_fail(b.sb.data, b.sb.size, 0, "1024", "abort message of 1024 bytes");
     mb_fini(&b);
 
@@ -1235,13 +1243,14 @@ static void
 abort_header(mbuf *b, int64_t st)
 {
     mb_init(b);
-    msgpack_pack_array(&b->pk, 6);
+    msgpack_pack_array(&b->pk, 7);
     msgpack_pack_int(&b->pk, FRAME_ABORT);
     mb_str(b, "g");
     msgpack_pack_uint64(&b->pk, 1);
     msgpack_pack_uint64(&b->pk, 2);
     msgpack_pack_int64(&b->pk, st);
     mb_str(b, "why");
+    msgpack_pack_uint64(&b->pk, 0);
 }
 
 static void

@@ -52,7 +52,7 @@ test_latecomer(void)
     group_seq_fini(&gs);
 }
 
-/* after a failure the next call skips every recorded failure and joins where peers are */
+/* a failure alone moves nothing (the jobs' numbers stay in step); a resync floor moves all */
 static void
 test_resync(void)
 {
@@ -62,16 +62,26 @@ test_resync(void)
     group_seq_fail(&gs, 3, A2A_ERR_UNAVAILABLE, "x");
     group_seq_end(&gs, 0, 3, A2A_ERR_UNAVAILABLE);
     group_seq_fail(&gs, 8, A2A_ERR_UNAVAILABLE, "y");
-    group_seq_fail(&gs, 9, A2A_ERR_UNAVAILABLE, "z");
-    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, 4, 1), 10);
-    /* a peer's rank seen further on pulls a resynchronising call there */
     group_seq_saw(&gs, 20);
-    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, 11, 1), 20);
-    /* failures heard of beyond the window raise the floor without a history entry */
-    group_seq_heard_failed(&gs, 30);
-    CU_ASSERT_PTR_NULL(group_seq_failed(&gs, 30));
-    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, 21, 0), 21); /* not after a failure: unmoved */
-    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, 22, 1), 31);
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, 4, 1), 4);
+    /* numbers differ: the floor is past everything known, and every next call takes it */
+    CU_ASSERT_EQUAL(group_seq_top(&gs, 0), 20);
+    CU_ASSERT_EQUAL(group_seq_top(&gs, 25), 25);
+    CU_ASSERT(gs.busy[0] && !gs.busy[1]);
+    CU_ASSERT(group_seq_resync(&gs, 21, 0));
+    group_seq_end(&gs, 0, 4, A2A_ERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, 5, 1), 21); /* was in a call: its next jumps */
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 1, 0, 0), 0);  /* was idle: late to the failed round */
+    group_seq_end(&gs, 1, 0, A2A_ERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 1, 1, 1), 21);  /* and jumps with the call after */
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, 30, 0), 30); /* no resync due: the job's */
+    /* a floor far beyond anything known is refused: the numbers cannot be exhausted */
+    CU_ASSERT(!group_seq_resync(&gs, UINT64_MAX - 5, 0));
+    CU_ASSERT_EQUAL(gs.floor, 21);
+    /* failures heard of beyond the window leave no history: nothing fails in advance */
+    group_seq_heard_failed(&gs, 40);
+    CU_ASSERT_PTR_NULL(group_seq_failed(&gs, 40));
+    CU_ASSERT_EQUAL(group_seq_top(&gs, 0), 40);
     group_seq_fini(&gs);
 }
 
@@ -123,7 +133,7 @@ test_carry(void)
     CU_ASSERT_EQUAL_FATAL(group_seq_init(&gs, 3, world_new), 0);
     group_seq_carry(&gs, &old);
     CU_ASSERT_EQUAL(gs.next[2], 41);
-    CU_ASSERT(gs.known[2] && gs.resync[2]);
+    CU_ASSERT(gs.known[2] && !gs.busy[2]);
     CU_ASSERT(!gs.known[0] && !gs.known[1]); /* world 5 never called; 7 is new */
     CU_ASSERT_PTR_NOT_NULL(group_seq_failed(&gs, 40));
     CU_ASSERT_EQUAL(gs.hint, 41);
@@ -158,6 +168,7 @@ typedef struct {
     group_seq seq[SIM_W];
     int64_t job_next[SIM_N];
     int job_failed[SIM_N];
+    uint64_t incarnation[SIM_W];
     uint64_t rng;
 } sim;
 
@@ -176,17 +187,24 @@ sim_worker_start(sim *s, int w)
         world[l] = w * SIM_R + l;
     group_seq_fini(&s->seq[w]);
     CU_ASSERT_EQUAL_FATAL(group_seq_init(&s->seq[w], SIM_R, world), 0);
+    s->incarnation[w] = ((uint64_t)w << 48) + sim_rand(s);
 }
 
-/* sim_deliver hands worker w a READY (ready) or ABORT of operation num from another worker, as
- * op_on_frame classifies it; here[]: the numbers w's ranks are in this round (-1: none). */
+/* sim_deliver hands worker w a READY (ready) or ABORT of operation num from worker from, as
+ * op_on_frame classifies it; here[]: the numbers the ranks are in this round (-1: none). A
+ * READY whose numbers differ resynchronises every worker (ABORTs with the resync field). */
 static void
-sim_deliver(sim *s, int w, uint64_t num, int ready, const int64_t *here)
+sim_deliver(sim *s, int w, int from, uint64_t num, int ready, const int64_t *here)
 {
     group_seq *gs = &s->seq[w];
+    uint64_t top = 0, r;
     int exists = 0;
     for (int l = 0; l < SIM_R; l++)
-        exists |= here[w * SIM_R + l] == (int64_t)num;
+        if (here[w * SIM_R + l] >= 0) {
+            exists |= here[w * SIM_R + l] == (int64_t)num;
+            if ((uint64_t)here[w * SIM_R + l] > top)
+                top = (uint64_t)here[w * SIM_R + l];
+        }
     switch (group_seq_classify(gs, num, exists, exists)) {
     case GROUP_ACTIVE:
         if (ready)
@@ -197,10 +215,20 @@ sim_deliver(sim *s, int w, uint64_t num, int ready, const int64_t *here)
     case GROUP_PAST_FAILED: break;
     case GROUP_PAST:
     case GROUP_FUTURE:
-        if (ready)
-            group_seq_saw(gs, num);
-        else
+        if (!ready) {
             group_seq_heard_failed(gs, num);
+            break;
+        }
+        group_seq_saw(gs, num);
+        if (group_seq_differ(gs, s->incarnation[from], num)) {
+            r = gs->floor; /* a straggler */
+            (void)group_seq_resync(&s->seq[from], r, 0);
+            break;
+        }
+        top = group_seq_top(gs, top);
+        r = (num > top ? num : top) + 1;
+        for (int v = 0; v < SIM_W; v++) /* our reply, and the ABORTs of our calls */
+            (void)group_seq_resync(&s->seq[v], r, 0);
         break;
     }
 }
@@ -213,7 +241,7 @@ sim_deliver(sim *s, int w, uint64_t num, int ready, const int64_t *here)
  * reaches the others. Returns 1 when the round succeeded.
  */
 static int
-sim_round(sim *s, const int *absent)
+sim_round(sim *s, const int *absent, const int *late)
 {
     int64_t num[SIM_N];
     int order[SIM_N], pending[SIM_N][SIM_W], ok = 1;
@@ -231,11 +259,11 @@ sim_round(sim *s, const int *absent)
     }
     for (int k = 0; k < SIM_N; k++) {
         int r = order[k], w = r / SIM_R;
-        if (absent[r])
+        if (absent[r] || late[r])
             continue;
         for (int q = 0; q < SIM_N; q++) /* some READYs reach w before r calls */
             if (pending[q][w] && sim_rand(s) % 2 == 0) {
-                sim_deliver(s, w, (uint64_t)num[q], 1, num);
+                sim_deliver(s, w, q / SIM_R, (uint64_t)num[q], 1, num);
                 pending[q][w] = 0;
             }
         num[r] = (int64_t)group_seq_begin(&s->seq[w], (size_t)(r % SIM_R), s->job_next[r],
@@ -246,17 +274,29 @@ sim_round(sim *s, const int *absent)
     for (int q = 0; q < SIM_N; q++)
         for (int w = 0; w < SIM_W; w++)
             if (pending[q][w])
-                sim_deliver(s, w, (uint64_t)num[q], 1, num);
+                sim_deliver(s, w, q / SIM_R, (uint64_t)num[q], 1, num);
     for (int r = 0; r < SIM_N; r++)
-        ok &= !absent[r] && num[r] == num[0];
+        ok &= !absent[r] && !late[r] && num[r] == num[0];
+    if (getenv("SIM_DEBUG")) {
+        for (int r = 0; r < SIM_N; r++)
+            printf(" %lld", (long long)num[r]);
+        printf(" | floors");
+        for (int w = 0; w < SIM_W; w++)
+            printf(" %llu", (unsigned long long)s->seq[w].floor);
+        printf("\n");
+    }
     for (int r = 0; r < SIM_N && !ok; r++) {
-        if (absent[r])
+        if (absent[r] || late[r])
             continue;
         group_seq_fail(&s->seq[r / SIM_R], (uint64_t)num[r], A2A_ERR_DEADLINE_EXCEEDED, "t");
         for (int w = 0; w < SIM_W; w++)
             if (w != r / SIM_R)
-                sim_deliver(s, w, (uint64_t)num[r], 0, num);
+                sim_deliver(s, w, r / SIM_R, (uint64_t)num[r], 0, num);
     }
+    for (int r = 0; r < SIM_N; r++) /* latecomers call once the others have given up */
+        if (late[r])
+            num[r] = (int64_t)group_seq_begin(&s->seq[r / SIM_R], (size_t)(r % SIM_R),
+                                              s->job_next[r], s->job_failed[r]);
     for (int r = 0; r < SIM_N; r++) {
         if (absent[r])
             continue;
@@ -286,15 +326,16 @@ test_lockstep_campaign(void)
     for (int r = 0; r < SIM_N; r++)
         s.job_next[r] = -1;
     for (int i = 0; i < 3; i++)
-        CU_ASSERT(sim_round(&s, (int[SIM_N]){0}));
+        CU_ASSERT(sim_round(&s, (int[SIM_N]){0}, (int[SIM_N]){0}));
     for (int f = 0; f < 20000; f++) {
-        int absent[SIM_N] = {0}, kind = (int)(sim_rand(&s) % 4), w = (int)(sim_rand(&s) % SIM_W);
+        int absent[SIM_N] = {0}, late[SIM_N] = {0}, kind = (int)(sim_rand(&s) % 4);
+        int w = (int)(sim_rand(&s) % SIM_W);
         int r = (int)(sim_rand(&s) % SIM_N), bad = 0;
         switch (kind) {
         case 0: sim_worker_start(&s, w); break; /* kill -9 + restart of a worker */
         case 1:                                 /* a job killed: its round is missed */
             absent[r] = 1;
-            (void)sim_round(&s, absent);
+            (void)sim_round(&s, absent, late);
             s.job_next[r] = -1;
             s.job_failed[r] = 0;
             break;
@@ -303,14 +344,14 @@ test_lockstep_campaign(void)
             for (int l = 0; l < SIM_R; l++)
                 s.job_next[w * SIM_R + l] = -1, s.job_failed[w * SIM_R + l] = 0;
             break;
-        case 3: /* a stopped worker: its ranks miss a round, then call late */
+        case 3: /* a stopped worker: its ranks' calls of a round come after the others gave up */
             for (int l = 0; l < SIM_R; l++)
-                absent[w * SIM_R + l] = 1;
-            (void)sim_round(&s, absent);
+                late[w * SIM_R + l] = 1;
+            (void)sim_round(&s, absent, late);
             break;
         }
         faults++;
-        while (!sim_round(&s, (int[SIM_N]){0}) && bad < 10)
+        while (!sim_round(&s, (int[SIM_N]){0}, (int[SIM_N]){0}) && bad < 10)
             bad++;
         if (bad > worst)
             worst = bad;
