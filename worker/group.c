@@ -68,9 +68,12 @@ uint64_t
 group_seq_min_next(const group_seq *gs)
 {
     uint64_t m = UINT64_MAX;
-    for (size_t i = 0; i < gs->nlocal; i++)
-        if (gs->known[i] && gs->next[i] < m)
-            m = gs->next[i];
+    for (size_t i = 0; i < gs->nlocal; i++) {
+        /* an idle rank with a resync due takes at least that with its next call */
+        uint64_t n = !gs->busy[i] && gs->jump[i] > gs->next[i] ? gs->jump[i] : gs->next[i];
+        if (gs->known[i] && n < m)
+            m = n;
+    }
     return m;
 }
 
@@ -132,15 +135,19 @@ uint64_t
 group_seq_top(const group_seq *gs, uint64_t max_op)
 {
     uint64_t top = max_op;
-    for (size_t i = 0; i < gs->nlocal; i++)
-        if (gs->known[i] && gs->next[i] > 0 && gs->next[i] - 1 > top)
-            top = gs->next[i] - 1;
+    /* an idle rank's next call may take its next number (or a resync due, or, for a new job,
+     * top_failed) */
+    for (size_t i = 0; i < gs->nlocal; i++) {
+        uint64_t n = !gs->known[i] ? 0 : gs->busy[i] ? gs->next[i] - 1 : gs->next[i];
+        if (gs->known[i] && gs->jump[i] > n)
+            n = gs->jump[i];
+        if (gs->known[i] && n > top)
+            top = n;
+    }
     if (gs->hint > top)
         top = gs->hint;
-    if (gs->top_failed > 0 && gs->top_failed - 1 > top)
-        top = gs->top_failed - 1;
-    if (gs->floor > 0 && gs->floor - 1 > top)
-        top = gs->floor - 1;
+    if (gs->top_failed > top)
+        top = gs->top_failed;
     return top;
 }
 
@@ -187,8 +194,6 @@ group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed)
         if (gs->known[lidx]) {
             if (gs->top_failed > num)
                 num = gs->top_failed;
-            if (gs->hint > num)
-                num = gs->hint;
             while (group_seq_failed(gs, num) != NULL) /* at most GROUP_HISTORY steps */
                 num++;
         }

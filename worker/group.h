@@ -72,8 +72,9 @@ void group_seq_fini(group_seq *gs);
  * local ranks that both have (by world rank), the history and the hint. */
 void group_seq_carry(group_seq *gs, const group_seq *old);
 
-/* group_seq_min_next returns the smallest next number of the local ranks whose number is known
- * (UINT64_MAX when none is). */
+/* group_seq_min_next returns the smallest number a local rank whose number is known may still
+ * be in or take (UINT64_MAX when none is known): a busy rank's next, an idle rank's next or the
+ * resync due for its next call. */
 uint64_t group_seq_min_next(const group_seq *gs);
 
 /* group_seq_failed returns the recorded failure of operation num, or NULL. */
@@ -94,8 +95,9 @@ group_pos group_seq_classify(const group_seq *gs, uint64_t num, int exists, size
 /* group_seq_saw notes that a peer's rank is in operation num (it sent READY for it). */
 void group_seq_saw(group_seq *gs, uint64_t num);
 
-/* group_seq_top returns the highest number this worker knows in use or failed (its ranks' and
- * its operations', the peers' it saw; max_op: the highest of the operations it holds). */
+/* group_seq_top returns the highest number this worker knows in use or about to be (its ranks'
+ * calls, the next calls of its idle ranks, failures, the peers' it saw, the last resync; max_op:
+ * the highest of the operations it holds): a resync goes past it. */
 uint64_t group_seq_top(const group_seq *gs, uint64_t max_op);
 
 /* group_seq_differ returns 1 when a frame of number num from source (a peer worker's run: its
@@ -116,7 +118,8 @@ int group_seq_resync(group_seq *gs, uint64_t r, uint64_t max_op);
  * (job_next; job_failed, whether its previous call failed, changes nothing), or for the job's
  * first call on the group (-1) the rank's next number here. A new job on a rank that an
  * earlier job used is not the latecomer of that job's calls: it skips past every failure
- * recorded or heard of, to the operation a peer's rank is in. A resync (group_seq_resync)
+ * recorded or heard of (not to where a peer's rank is: that rank may have gone on past its
+ * call of the same round, free-running). A resync (group_seq_resync)
  * due for this call raises it. The rank's next number becomes the result + 1.
  */
 uint64_t group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed);
