@@ -60,6 +60,7 @@ struct eng_peer {
     uint64_t incarnation;        /* from its HELLO; 0 before */
     int failing;                 /* the sender is failing its queue */
     int writing; /* a thread writes on out (the sender, or link_flush): only it may */
+    int lost;    /* link_peer_down ran since its last HELLO: what it had in flight has failed */
 };
 
 /* Receive state of one pair s -> local d. */

@@ -159,6 +159,7 @@ link_peer_down(engine *e, eng_peer *p, const char *why)
              why);
     log_warn("%s", msg);
     drop_queue(p);
+    p->lost = 1;
     for (eng_group *g = e->groups; g != NULL; g = g->next) {
         int member = 0;
         for (size_t r = 0; r < g->n && !member; r++)
@@ -699,9 +700,15 @@ receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
         if (p->in != NULL && p->in != in->s)
             wsock_close(p->in); /* an older link: its thread ends */
         p->in = in->s;
-        if (p->incarnation != 0 && p->incarnation != f.incarnation)
+        /* a new run of p: what the old one had in flight fails, unless its loss was seen and
+         * handled already (then our operations since, and our link to p, are the new run's) */
+        if (p->incarnation != 0 && p->incarnation != f.incarnation && !p->lost)
             link_peer_down(e, p, "it restarted");
+        else if (p->incarnation != 0 && p->incarnation != f.incarnation)
+            log_info("worker %s restarted (incarnation %016llx)", p->w->name,
+                     (unsigned long long)f.incarnation);
         p->incarnation = f.incarnation;
+        p->lost = 0;
         log_debug("link from %s up", p->w->name);
     }
     pthread_mutex_unlock(&e->mtx);
