@@ -1,0 +1,19 @@
+# faults.cmake - the exchange engine under faults, with the real binaries
+# (issue 9): never an OK call with another operation's data, and recovery.
+#   integration.restart_race  a worker killed and restarted between operations
+#   integration.lockstep      ranks that retry in lockstep through faults
+#   integration.trickle       a fake peer trickling a slice past the deadline
+#   integration.flood         a fake peer flooding READY frames of unknown groups
+# seqcheck is the job (every element encodes sender, receiver and call
+# index), fakepeer the misbehaving peer worker. Included from
+# tests/integration/CMakeLists.txt.
+add_executable(seqcheck ${CMAKE_CURRENT_LIST_DIR}/seqcheck.c)
+target_link_libraries(seqcheck PRIVATE a2a)
+add_executable(fakepeer ${CMAKE_CURRENT_LIST_DIR}/fakepeer.c)
+target_link_libraries(fakepeer PRIVATE a2a_common nng::nng Threads::Threads)
+
+add_test(NAME integration.restart_race
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_restart_race.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.restart_race PROPERTIES TIMEOUT 420 LABELS integration
+  FAIL_REGULAR_EXPRESSION "FAIL")
