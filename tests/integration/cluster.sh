@@ -64,7 +64,8 @@ start_cluster() {
     for ((attempt = 0; attempt < 5; attempt++)); do
         pick_ports "$nports" "$attempt"
         write_config
-        rm -f "$dir"/*.log
+        rm -f "$dir/coordinator.log"
+        for w in "$@"; do rm -f "$dir/$w.log" "$dir/$w.old.log"; done
         start coordinator "$dir/coordinator.log" "$coord_bin" --config "$cfg"
         ok=0
         if wait_listening coordinator "$dir/coordinator.log"; then

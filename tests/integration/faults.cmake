@@ -17,3 +17,9 @@ add_test(NAME integration.restart_race
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
 set_tests_properties(integration.restart_race PROPERTIES TIMEOUT 420 LABELS integration
   FAIL_REGULAR_EXPRESSION "FAIL")
+
+add_test(NAME integration.lockstep
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_lockstep.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.lockstep PROPERTIES TIMEOUT 360 LABELS integration
+  FAIL_REGULAR_EXPRESSION "FAIL")

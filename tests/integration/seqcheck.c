@@ -398,7 +398,7 @@ lockstep_mode(a2a_job *job, bufs *b, const char *dir, int64_t seconds)
         int r;
         rounds(dir, &lo, &hi);
         if (lo < round) {
-            sleep_ms(2);
+            sleep_ms(5);
             continue;
         }
         r = call_line(job, b, "round", round, "");
