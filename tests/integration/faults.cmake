@@ -23,3 +23,13 @@ add_test(NAME integration.lockstep
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
 set_tests_properties(integration.lockstep PROPERTIES TIMEOUT 360 LABELS integration
   FAIL_REGULAR_EXPRESSION "FAIL")
+
+# a fake peer worker (fakepeer) that trickles a slice past the deadline, and one that floods
+foreach(t trickle flood)
+  add_test(NAME integration.${t}
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_${t}.sh
+            $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>
+            $<TARGET_FILE:fakepeer>)
+  set_tests_properties(integration.${t} PROPERTIES TIMEOUT 180 LABELS integration
+    FAIL_REGULAR_EXPRESSION "FAIL")
+endforeach()
