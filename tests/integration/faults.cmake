@@ -33,3 +33,11 @@ foreach(t trickle flood)
   set_tests_properties(integration.${t} PROPERTIES TIMEOUT 180 LABELS integration
     FAIL_REGULAR_EXPRESSION "FAIL")
 endforeach()
+
+# the same race with slices over the eager limit (4096 uint64: READY, then SLICE and DATA)
+add_test(NAME integration.restart_race.rendezvous
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_restart_race.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.restart_race.rendezvous PROPERTIES TIMEOUT 300
+  LABELS integration FAIL_REGULAR_EXPRESSION "FAIL"
+  ENVIRONMENT "RACE_COUNT=4096;RACE_ROUNDS=30;RACE_PERSISTENT_ROUNDS=15")
