@@ -21,7 +21,7 @@ set_tests_properties(integration.restart_race PROPERTIES TIMEOUT 420 LABELS inte
 add_test(NAME integration.lockstep
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_lockstep.sh
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
-set_tests_properties(integration.lockstep PROPERTIES TIMEOUT 360 LABELS integration
+set_tests_properties(integration.lockstep PROPERTIES TIMEOUT 420 LABELS integration
   FAIL_REGULAR_EXPRESSION "FAIL")
 
 # a fake peer worker (fakepeer) that trickles a slice past the deadline, and one that floods
@@ -40,4 +40,4 @@ add_test(NAME integration.restart_race.rendezvous
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
 set_tests_properties(integration.restart_race.rendezvous PROPERTIES TIMEOUT 300
   LABELS integration FAIL_REGULAR_EXPRESSION "FAIL"
-  ENVIRONMENT "RACE_COUNT=4096;RACE_ROUNDS=30;RACE_PERSISTENT_ROUNDS=15")
+  ENVIRONMENT "RACE_COUNT=4096;RACE_ROUNDS=30;RACE_PERSISTENT_ROUNDS=15;RACE_BUDGET_S=220")

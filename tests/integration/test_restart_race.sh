@@ -8,7 +8,9 @@
 #      RACE_PERSISTENT_ROUNDS (of the persistent one, default 50),
 #      RACE_TIMEOUT_MS (the calls' timeout, default 3000), RACE_COUNT (uint64
 #      per slice, default 8: eager slices; 4096 takes the rendezvous path),
-#      KEEP_DIR=1 keeps the logs.
+#      RACE_BUDGET_S (no round starts after this many seconds, default 330: the
+#      ctest timeout is 420; the fresh variant gets 2/5 of it, the persistent
+#      one the rest), KEEP_DIR=1 keeps the logs.
 #
 # Two workers, node-a (world ranks 0 1) and node-b (2 3); group ab = [0, 2].
 # Every element seqcheck sends encodes (sender, receiver, call index), so an
@@ -29,6 +31,7 @@ ROUNDS=${RACE_ROUNDS:-100}
 PROUNDS=${RACE_PERSISTENT_ROUNDS:-50}
 TMO=${RACE_TIMEOUT_MS:-3000}
 COUNT=${RACE_COUNT:-8}
+BUDGET=${RACE_BUDGET_S:-330}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/a2a-race.XXXXXX")
 cfg=$dir/cluster.yaml
 declare -A pid=()
@@ -139,12 +142,22 @@ recovered() {
     return 1
 }
 
-# run_variant NAME CALLS_FN ROUNDS: ROUNDS rounds of (kill -9 node-b, restart, 2 calls on each rank);
+# run_variant NAME CALLS_FN ROUNDS UNTIL_S: ROUNDS rounds (none begins after UNTIL_S on $SECONDS) of (kill -9 node-b, restart, 2 calls on each rank);
 # every 10 rounds and after the last, the recovery check.
 run_variant() {
-    local v=$1 fn=$2 rounds=$3 round t0=$SECONDS allok=0 second_ok=0 errcalls=0 unrecovered=0 worst=0
+    local v=$1 fn=$2 rounds=$3 until_s=$4 round t0=$SECONDS allok=0 second_ok=0 errcalls=0 unrecovered=0 worst=0
     wrong=0
     for ((round = 1; round <= rounds; round++)); do
+        if ((SECONDS > until_s)); then
+            echo "$v: its time budget (until $until_s s of $BUDGET) is spent: $((round - 1)) of $rounds rounds run"
+            rounds=$((round - 1))
+            # the recovery check after the last round run
+            if ((rounds % 10 != 0)) && ! recovered "$v" "$rounds" "$fn"; then
+                echo "  NO RECOVERY: 3 attempts of 2 calls with no fault after round $rounds all had errors"
+                unrecovered=$((unrecovered + 1))
+            fi
+            break
+        fi
         restart_worker node-b || fail "$v round $round: node-b did not restart"
         "$fn" "$v$round" $((2 * round)) || fail "$v round $round: a job hung or died"
         tally $(cur_logs "$v$round")
@@ -230,12 +243,12 @@ fresh_calls warm 0 || fail "the first calls, before any fault, hung"
 tally "$dir/warm.0.log" "$dir/warm.2.log"
 ((tally_ok == 4)) || fail "the first calls, before any fault, failed: $(cat "$dir"/warm.*.log)"
 
-run_variant fresh fresh_calls "$ROUNDS"
+run_variant fresh fresh_calls "$ROUNDS" $((SECONDS + BUDGET * 2 / 5))
 start_servers
 persistent_calls serve.warm 0 || fail "persistent: the jobs did not answer before any fault"
 tally "$dir/serve.warm.0.log" "$dir/serve.warm.2.log"
 ((tally_ok == 4)) || fail "persistent: the first calls, before any fault, failed: $(cat "$dir"/serve.warm.*.log)"
-run_variant persistent persistent_calls "$PROUNDS"
+run_variant persistent persistent_calls "$PROUNDS" "$BUDGET"
 stop_servers
 
 bad=0
