@@ -9,7 +9,9 @@
 #      default 1: the second round after it must be OK on every rank),
 #      LOCKSTEP_COUNT (uint64 per slice, default 8), LOCKSTEP_BUDGET_S (no
 #      fault begins after this many seconds, default 270: the ctest timeout is
-#      420), KEEP_DIR=1 keeps the logs.
+#      420), LOCKSTEP_FAULTS (the schedule, words FAULT:ARG:ARG of worker_kill
+#      NAME DOWN_S, job_kill RANK DOWN_S, worker_stop NAME STOPPED_S; default:
+#      the seven below), KEEP_DIR=1 keeps the logs.
 #
 # Three workers x 2 ranks; group ls = world ranks [0 2 4 1 3 5]. Each rank
 # runs "seqcheck lockstep": before every call the ranks meet at a barrier of
@@ -223,13 +225,13 @@ worker_stop() { # NAME STOPPED_S
     fault_end
 }
 
-worker_kill w1 0
-job_kill 3 1
-worker_stop w2 0.5
-worker_kill w2 2
-job_kill 0 0
-worker_stop w0 4
-worker_stop w1 2
+for f in ${LOCKSTEP_FAULTS:-worker_kill:w1:0 job_kill:3:1 worker_stop:w2:0.5 worker_kill:w2:2 job_kill:0:0 worker_stop:w0:4 worker_stop:w1:2}; do
+    IFS=: read -r fn a1 a2 <<<"$f"
+    case $fn in
+    worker_kill | job_kill | worker_stop) "$fn" "$a1" "$a2" ;;
+    *) fail "LOCKSTEP_FAULTS: unknown fault $f" ;;
+    esac
+done
 t_end=$(now_ms)
 stop_ranks
 
