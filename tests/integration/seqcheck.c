@@ -229,6 +229,10 @@ one_call(a2a_job *job, bufs *b, int64_t idx, data_verdict *verdict, char *detail
     return st;
 }
 
+/* Failed calls by status, for the lockstep summary. */
+#define NSTATUS 32
+static int64_t by_status[NSTATUS];
+
 /* call_line makes call idx and prints its line; the return: 0 OK, 1 error, 3 wrong. */
 static int
 call_line(a2a_job *job, bufs *b, const char *word, int64_t idx, const char *extra)
@@ -247,6 +251,8 @@ call_line(a2a_job *job, bufs *b, const char *word, int64_t idx, const char *extr
         : v == DATA_OK ? "ok"
                        : "wrong",
         (long long)ms, when, detail[0] ? ": " : "", detail);
+    if (st != A2A_OK && (int)st >= 0 && (int)st < NSTATUS)
+        by_status[st]++;
     return st != A2A_OK ? 1 : v == DATA_WRONG ? 3 : 0;
 }
 
@@ -415,9 +421,17 @@ lockstep_mode(a2a_job *job, bufs *b, const char *dir, int64_t seconds)
         if (pause_ms > 0)
             sleep_ms(pause_ms);
     }
-    say("lockstep summary rounds=%lld ok=%lld wrong=%lld errors=%lld first=%lld last=%lld",
-        (long long)nrounds, (long long)ok, (long long)wrong, (long long)err, (long long)first,
-        (long long)round - 1);
+    {
+        char errs[512] = "";
+        size_t off = 0;
+        for (int s = 0; s < NSTATUS && off < sizeof(errs); s++)
+            if (by_status[s] > 0)
+                off += (size_t)snprintf(errs + off, sizeof(errs) - off, " %s=%lld",
+                                        a2a_status_name((a2a_status)s), (long long)by_status[s]);
+        say("lockstep summary rounds=%lld ok=%lld wrong=%lld errors=%lld first=%lld last=%lld%s",
+            (long long)nrounds, (long long)ok, (long long)wrong, (long long)err, (long long)first,
+            (long long)round - 1, errs);
+    }
     return wrong > 0 ? 3 : 0;
 }
 
