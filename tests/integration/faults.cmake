@@ -6,7 +6,8 @@
 #   integration.flood         a fake peer flooding READY frames of unknown groups
 # seqcheck is the job (every element encodes sender, receiver and call
 # index), fakepeer the misbehaving peer worker. Included from
-# tests/integration/CMakeLists.txt.
+# tests/integration/CMakeLists.txt. Label "faults" as well as "integration": about 6 min
+# together on 2 cores (ctest -L faults; -LE faults leaves them out).
 add_executable(seqcheck ${CMAKE_CURRENT_LIST_DIR}/seqcheck.c)
 target_link_libraries(seqcheck PRIVATE a2a)
 add_executable(fakepeer ${CMAKE_CURRENT_LIST_DIR}/fakepeer.c)
@@ -15,13 +16,13 @@ target_link_libraries(fakepeer PRIVATE a2a_common nng::nng Threads::Threads)
 add_test(NAME integration.restart_race
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_restart_race.sh
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
-set_tests_properties(integration.restart_race PROPERTIES TIMEOUT 420 LABELS integration
+set_tests_properties(integration.restart_race PROPERTIES TIMEOUT 420 LABELS "integration;faults"
   FAIL_REGULAR_EXPRESSION "FAIL")
 
 add_test(NAME integration.lockstep
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_lockstep.sh
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
-set_tests_properties(integration.lockstep PROPERTIES TIMEOUT 420 LABELS integration
+set_tests_properties(integration.lockstep PROPERTIES TIMEOUT 420 LABELS "integration;faults"
   FAIL_REGULAR_EXPRESSION "FAIL")
 
 # a fake peer worker (fakepeer) that trickles a slice past the deadline, and one that floods
@@ -30,7 +31,7 @@ foreach(t trickle flood)
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_${t}.sh
             $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>
             $<TARGET_FILE:fakepeer>)
-  set_tests_properties(integration.${t} PROPERTIES TIMEOUT 180 LABELS integration
+  set_tests_properties(integration.${t} PROPERTIES TIMEOUT 180 LABELS "integration;faults"
     FAIL_REGULAR_EXPRESSION "FAIL")
 endforeach()
 
@@ -39,5 +40,5 @@ add_test(NAME integration.restart_race.rendezvous
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_restart_race.sh
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
 set_tests_properties(integration.restart_race.rendezvous PROPERTIES TIMEOUT 300
-  LABELS integration FAIL_REGULAR_EXPRESSION "FAIL"
+  LABELS "integration;faults" FAIL_REGULAR_EXPRESSION "FAIL"
   ENVIRONMENT "RACE_COUNT=4096;RACE_ROUNDS=30;RACE_PERSISTENT_ROUNDS=15;RACE_BUDGET_S=220")
