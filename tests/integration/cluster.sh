@@ -1,0 +1,107 @@
+# cluster.sh - sourced by the fault tests of the exchange engine
+# (test_restart_race.sh, test_lockstep.sh, test_trickle.sh, test_flood.sh),
+# after services.sh. A cluster by hand: a generated YAML on free loopback
+# ports, the real a2a-coordinator and a2a-worker binaries.
+#
+# The sourcing script sets $dir, $cfg, $coord_bin, $worker_bin, declares
+# `declare -A pid=()` and `rank_pids=()`, and defines write_config, which
+# writes $cfg from ${ports[@]}; it calls start_cluster NPORTS WORKER...
+# (the workers it starts; others of the YAML may be fakes).
+
+# port_busy PORT: something accepts connections on it.
+port_busy() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# pick_ports N ATTEMPT: N ports from 20000 + (pid, attempt, random) on which nobody answers.
+pick_ports() {
+    local want=$1 base=$((20000 + ($$ * 7 + $2 * 101 + RANDOM) % 20000)) p
+    ports=()
+    for ((p = base; ${#ports[@]} < want && p < 65000; p++)); do
+        port_busy "$p" || ports+=("$p")
+    done
+}
+
+# show_service_logs [LINES]: the last LINES (30) lines of the services' logs (not the jobs').
+show_service_logs() {
+    local f n=${1:-30}
+    for f in "$dir"/coordinator.log "$dir"/node-*.log "$dir"/w[0-9]*.log "$dir"/fake*.log; do
+        [ -f "$f" ] || continue
+        echo "---- $(basename "$f") (last $n lines)"
+        tail -n "$n" "$f"
+    done
+}
+
+# fail MESSAGE: prints FAIL and the services' logs, exits 1 (the EXIT trap cleans up).
+fail() {
+    echo "FAIL: $*"
+    show_service_logs 40
+    exit 1
+}
+
+# start_worker NAME: (re)starts worker NAME with a fresh $dir/NAME.log (the
+# previous one is appended to $dir/NAME.old.log).
+start_worker() {
+    if [ -f "$dir/$1.log" ]; then
+        cat "$dir/$1.log" >>"$dir/$1.old.log"
+        rm -f "$dir/$1.log"
+    fi
+    start "$1" "$dir/$1.log" "$worker_bin" --config "$cfg" --name "$1"
+}
+
+# restart_worker NAME: kill -9, reaped, started again with the same command; 1 if it did not come up.
+restart_worker() {
+    kill -9 "${pid[$1]}" 2>/dev/null
+    wait "${pid[$1]}" 2>/dev/null
+    start_worker "$1"
+    wait_listening "$1" "$dir/$1.log"
+}
+
+# start_cluster NPORTS WORKER...: coordinator and the named workers, up to 5 attempts on new ports.
+start_cluster() {
+    local nports=$1 attempt w ok p
+    shift
+    for ((attempt = 0; attempt < 5; attempt++)); do
+        pick_ports "$nports" "$attempt"
+        write_config
+        rm -f "$dir/coordinator.log"
+        for w in "$@"; do rm -f "$dir/$w.log" "$dir/$w.old.log"; done
+        start coordinator "$dir/coordinator.log" "$coord_bin" --config "$cfg"
+        ok=0
+        if wait_listening coordinator "$dir/coordinator.log"; then
+            ok=1
+            for w in "$@"; do start_worker "$w"; done
+            for w in "$@"; do wait_listening "$w" "$dir/$w.log" || ok=0; done
+        fi
+        ((ok)) && return 0
+        echo "attempt $attempt: the cluster did not start (a port taken?), trying other ports"
+        show_service_logs 20
+        for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null; done
+        wait 2>/dev/null
+        pid=()
+    done
+    fail "the cluster did not start in 5 attempts"
+}
+
+# rss_kib PID: VmRSS of the process in KiB (0 when gone).
+rss_kib() {
+    awk '/^VmRSS:/ {print $2; found=1} END {if (!found) print 0}' "/proc/$1/status" 2>/dev/null || echo 0
+}
+
+# wait_pid PID SECONDS: 0 when PID ended within SECONDS (reaped, its status in $wait_status),
+# 1 when it still runs (then it is killed with -9).
+wait_pid() {
+    local p=$1 end=$((SECONDS + $2))
+    while kill -0 "$p" 2>/dev/null && ((SECONDS < end)); do
+        sleep 0.05
+    done
+    if kill -0 "$p" 2>/dev/null; then
+        kill -9 "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+        wait_status=137
+        return 1
+    fi
+    wait "$p" 2>/dev/null
+    wait_status=$?
+    return 0
+}

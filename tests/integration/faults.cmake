@@ -1,0 +1,44 @@
+# faults.cmake - the exchange engine under faults, with the real binaries
+# (issue 9): never an OK call with another operation's data, and recovery.
+#   integration.restart_race  a worker killed and restarted between operations
+#   integration.lockstep      ranks that retry in lockstep through faults
+#   integration.trickle       a fake peer trickling a slice past the deadline
+#   integration.flood         a fake peer flooding READY frames of unknown groups
+# seqcheck is the job (every element encodes sender, receiver and call
+# index), fakepeer the misbehaving peer worker. Included from
+# tests/integration/CMakeLists.txt. Label "faults" as well as "integration": about 6 min
+# together on 2 cores (ctest -L faults; -LE faults leaves them out).
+add_executable(seqcheck ${CMAKE_CURRENT_LIST_DIR}/seqcheck.c)
+target_link_libraries(seqcheck PRIVATE a2a)
+add_executable(fakepeer ${CMAKE_CURRENT_LIST_DIR}/fakepeer.c)
+target_link_libraries(fakepeer PRIVATE a2a_common nng::nng Threads::Threads)
+
+add_test(NAME integration.restart_race
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_restart_race.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.restart_race PROPERTIES TIMEOUT 420 LABELS "integration;faults"
+  FAIL_REGULAR_EXPRESSION "FAIL")
+
+add_test(NAME integration.lockstep
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_lockstep.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.lockstep PROPERTIES TIMEOUT 420 LABELS "integration;faults"
+  FAIL_REGULAR_EXPRESSION "FAIL")
+
+# a fake peer worker (fakepeer) that trickles a slice past the deadline, and one that floods
+foreach(t trickle flood)
+  add_test(NAME integration.${t}
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_${t}.sh
+            $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>
+            $<TARGET_FILE:fakepeer>)
+  set_tests_properties(integration.${t} PROPERTIES TIMEOUT 180 LABELS "integration;faults"
+    FAIL_REGULAR_EXPRESSION "FAIL")
+endforeach()
+
+# the same race with slices over the eager limit (4096 uint64: READY, then SLICE and DATA)
+add_test(NAME integration.restart_race.rendezvous
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_restart_race.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.restart_race.rendezvous PROPERTIES TIMEOUT 300
+  LABELS "integration;faults" FAIL_REGULAR_EXPRESSION "FAIL"
+  ENVIRONMENT "RACE_COUNT=4096;RACE_ROUNDS=30;RACE_PERSISTENT_ROUNDS=15;RACE_BUDGET_S=220")
