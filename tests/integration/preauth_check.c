@@ -262,8 +262,8 @@ flood_one(flood *f, int k, int src)
             buf[i] = (uint8_t)(len >> (56 - 8 * i));
         memset(buf + 8, 0x5a, sizeof(buf) - 8);
         send_all(fd, buf, 8);
-        for (uint64_t sent = 0; sent + sizeof(buf) < len; sent += sizeof(buf))
-            if (send_all(fd, buf + 8, sizeof(buf)) != 0)
+        for (uint64_t sent = 0; sent + sizeof(buf) < len; sent += sizeof(buf) - 8)
+            if (send_all(fd, buf + 8, sizeof(buf) - 8) != 0)
                 goto out;
         break;
     }
