@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "common/wire.h"
 
 #define GATE_MAX_PIPES 65536 /* connections remembered at once */
@@ -152,8 +151,5 @@ gate_check(gate *g, const char *method, rpc_ctx *ctx, const uint8_t *body, size_
         ctx->close_after = 1;
     }
     pthread_mutex_unlock(&g->mtx);
-    if (ctx->close_after && *st != A2A_OK)
-        log_warn("refusing %s from connection %d: %s", method, nng_pipe_id(ctx->pipe),
-                 ctx->message);
     return is_challenge || is_prove || ctx->close_after;
 }

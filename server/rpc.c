@@ -3,6 +3,7 @@
 
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <malloc.h>
 #include <nng/supplemental/util/platform.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "common/status.h"
 #include "common/wire.h"
 #include "gate.h"
+#include "guard.h"
 
 int64_t
 rpc_now_ms(void)
@@ -62,6 +64,7 @@ struct rpc_server {
     pthread_rwlock_t lk;
     int closing;
     gate *gate;             /* NULL: no token */
+    guard *guard;           /* caps, deadline and shedding of connections */
     pthread_mutex_t cb_mtx; /* orders the pipe callback against setup and teardown */
     char url[300];
 };
@@ -119,12 +122,8 @@ server_reply(rpc_worker *w, nng_msg *msg, const wire_request *req, a2a_status st
     nng_aio_set_msg(w->aio, msg);
     if (worker_op(w, 1) != 0)
         nng_msg_free(msg);
-    if (ctx->close_after) {
-        /* a REP send completes when the reply is queued on the pipe, not written: give it
-         * time to leave before the connection closes */
-        nng_msleep(100);
-        nng_pipe_close(ctx->pipe);
-    }
+    if (ctx->close_after) /* after a grace for the reply to leave; never nng_pipe_close here */
+        guard_shed(w->srv->guard, ctx->pipe);
 }
 
 /* server_handle answers one request message; it owns msg. */
@@ -139,9 +138,14 @@ server_handle(rpc_worker *w, nng_msg *msg)
     char err[256];
     a2a_status st;
 
+    if (!guard_call(s->guard, nng_msg_get_pipe(msg))) { /* being shed, or out of calls */
+        nng_msg_free(msg);
+        return;
+    }
     if (wire_request_decode(&req, nng_msg_body(msg), nng_msg_len(msg), err, sizeof(err)) != 0) {
-        log_warn("rpc %s: malformed request (%s): closing the connection", s->url, err);
-        nng_pipe_close(nng_msg_get_pipe(msg));
+        guard_note(s->guard, "rpc %s: malformed request from connection %d (%s): closing it",
+                   s->url, nng_pipe_id(nng_msg_get_pipe(msg)), err);
+        guard_shed(s->guard, nng_msg_get_pipe(msg));
         nng_msg_free(msg);
         return;
     }
@@ -151,9 +155,13 @@ server_handle(rpc_worker *w, nng_msg *msg)
     ctx.pipe = nng_msg_get_pipe(msg);
     ctx.body = &body;
     m = server_lookup(s, req.method);
-    if (s->gate != NULL && gate_check(s->gate, req.method, &ctx, req.body, req.body_len, &st))
-        ; /* answered by the gate */
-    else if (m == NULL)
+    if (s->gate != NULL && gate_check(s->gate, req.method, &ctx, req.body, req.body_len, &st)) {
+        if (st == A2A_OK && strcmp(req.method, GATE_PROVE) == 0)
+            guard_proved(s->guard, ctx.pipe);
+        else if (ctx.close_after && st != A2A_OK)
+            guard_note(s->guard, "rpc %s: refusing %s from connection %d: %s", s->url, req.method,
+                       nng_pipe_id(ctx.pipe), ctx.message);
+    } else if (m == NULL)
         st = rpc_fail(&ctx, A2A_ERR_INVALID_ARGUMENT, "unknown method \"%s\"", req.method);
     else
         st = m->fn(s->arg, &ctx, req.body, req.body_len);
@@ -197,9 +205,25 @@ server_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
     rpc_server *s = arg;
     pthread_mutex_lock(&s->cb_mtx);
-    if (ev == NNG_PIPE_EV_REM_POST && s->gate != NULL)
-        gate_pipe_gone(s->gate, p);
+    if (ev == NNG_PIPE_EV_ADD_PRE && guard_pipe_add(s->guard, p) != 0) {
+        nng_pipe_close(p); /* not started yet: no I/O on it, safe to close (see guard.h) */
+    } else if (ev == NNG_PIPE_EV_REM_POST) {
+        guard_pipe_gone(s->guard, p);
+        if (s->gate != NULL)
+            gate_pipe_gone(s->gate, p);
+    }
     pthread_mutex_unlock(&s->cb_mtx);
+}
+
+/* server_destroy frees what server_listen was given, when it fails. */
+static void
+server_destroy(rpc_server *s)
+{
+    pthread_rwlock_destroy(&s->lk);
+    pthread_mutex_destroy(&s->cb_mtx);
+    gate_free(s->gate);
+    guard_free(s->guard);
+    free(s);
 }
 
 /* server_listen opens the socket and listens on url; on failure s is freed. */
@@ -209,25 +233,20 @@ server_listen(rpc_server *s, const char *url, const rpc_security *sec, char *err
     int rv;
 
     if ((rv = nng_rep0_open(&s->sock)) != 0) {
-        pthread_rwlock_destroy(&s->lk);
-        pthread_mutex_destroy(&s->cb_mtx);
-        gate_free(s->gate);
-        free(s);
+        server_destroy(s);
         return status_fail(err, errlen, A2A_ERR_INTERNAL, "rep socket: %s", nng_strerror(rv));
     }
     nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, RPC_RECV_MAX);
     pthread_mutex_lock(&s->cb_mtx); /* publishes s to the callback's thread */
     pthread_mutex_unlock(&s->cb_mtx);
+    nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, server_pipe_cb, s);
     nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, server_pipe_cb, s);
     if ((rv = nng_listener_create(&s->listener, s->sock, url)) != 0 ||
         (sec != NULL && sec->tls != NULL && strncmp(url, "tls+", 4) == 0 &&
          (rv = nng_listener_set_ptr(s->listener, NNG_OPT_TLS_CONFIG, sec->tls)) != 0) ||
         (rv = nng_listener_start(s->listener, 0)) != 0) {
         nng_close(s->sock);
-        pthread_rwlock_destroy(&s->lk);
-        pthread_mutex_destroy(&s->cb_mtx);
-        gate_free(s->gate);
-        free(s);
+        server_destroy(s);
         return status_fail(err, errlen,
                            rv == NNG_EADDRINUSE ? A2A_ERR_UNAVAILABLE : A2A_ERR_INVALID_ARGUMENT,
                            "cannot listen on %s: %s", url, nng_strerror(rv));
@@ -235,14 +254,29 @@ server_listen(rpc_server *s, const char *url, const rpc_security *sec, char *err
     return A2A_OK;
 }
 
+/*
+ * NNG allocates a message at the length its sender announces (calloc), before
+ * our code sees a byte. In pages of their own (mmap) that memory costs only
+ * what arrives; glibc's default, a threshold that rises as such blocks are
+ * freed, would soon take them from the heap and zero all of them at once, so
+ * a connection announcing 8 MiB would cost 8 MiB without sending it.
+ */
+static void
+server_malloc_once(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 512 << 10);
+}
+
 a2a_status
 rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, size_t nmethods,
                  void *arg, int nthreads, const rpc_security *sec, char *err, size_t errlen)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
     rpc_server *s;
     a2a_status st;
 
     *out = NULL;
+    pthread_once(&once, server_malloc_once);
     if ((s = calloc(1, sizeof(*s))) == NULL)
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     s->methods = methods;
@@ -250,10 +284,9 @@ rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods, s
     s->arg = arg;
     pthread_rwlock_init(&s->lk, NULL);
     pthread_mutex_init(&s->cb_mtx, NULL);
-    if (sec != NULL && sec->key != NULL && (s->gate = gate_alloc(sec->key)) == NULL) {
-        pthread_rwlock_destroy(&s->lk);
-        pthread_mutex_destroy(&s->cb_mtx);
-        free(s);
+    if ((sec != NULL && sec->key != NULL && (s->gate = gate_alloc(sec->key)) == NULL) ||
+        (s->guard = guard_alloc(url, s->gate != NULL)) == NULL) {
+        server_destroy(s);
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     if ((st = server_listen(s, url, sec, err, errlen)) != A2A_OK)
@@ -289,6 +322,10 @@ rpc_server_free(rpc_server *s)
 {
     if (s == NULL)
         return;
+    /* No new connections, then drop the ones there are the safe way (guard.h): nng_close
+     * closing them from our side could hang in NNG 1.5.2 while a flood sends on them. */
+    nng_listener_close(s->listener);
+    guard_shed_all(s->guard, 2000);
     pthread_rwlock_wrlock(&s->lk);
     s->closing = 1;
     nng_close(s->sock);
@@ -306,6 +343,7 @@ rpc_server_free(rpc_server *s)
     pthread_mutex_destroy(&s->cb_mtx);
     pthread_rwlock_destroy(&s->lk);
     gate_free(s->gate);
+    guard_free(s->guard);
     free(s);
 }
 
@@ -746,8 +784,18 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
         client_why(c, ms, why, sizeof(why));
         return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s%s", c->url, why);
     }
-    if (c->has_key && (st = client_auth(c, deadline, err, errlen)) != A2A_OK)
-        return st;
+    /* A server over its cap of connections not yet proved (server/guard.h) closes a new one at
+     * once: the handshake has no effect, so prove the secret again on the next connection. */
+    for (int tries = 0; c->has_key; tries++) {
+        st = client_auth(c, deadline, err, errlen);
+        if (st == A2A_OK)
+            break;
+        if (st != A2A_ERR_UNAVAILABLE || tries == 4 || rpc_now_ms() + 20 >= deadline)
+            return st;
+        nng_msleep(20); /* NNG redials (RECONNMINT) */
+        if (client_wait_pipe(c, deadline) != 0)
+            return st;
+    }
     return client_roundtrip(c, method, body, len, deadline, reply, reply_len, err, errlen);
 }
 

@@ -5,8 +5,9 @@
  * A server listens on one URL and answers with a pool of threads, each with
  * its own REP context, so that many callers are served at once and a slow
  * method holds only its own thread. Requests and replies are msgpack
- * envelopes (common/wire.h). A malformed envelope closes the caller's pipe;
- * an unknown method or a bad body gets an error reply.
+ * envelopes (common/wire.h). A malformed envelope closes the caller's
+ * connection (shed, server/guard.h); an unknown method or a bad body gets an
+ * error reply.
  *
  * A client dials one URL (and redials it for ever); each call has a
  * deadline. No connection within the wait, or a connection lost during the
@@ -64,6 +65,9 @@ typedef struct {
  * rpc_server_alloc listens on url (port 0 takes an ephemeral port) and starts
  * nthreads threads that answer with methods[0..nmethods), which stay owned by
  * the caller and must outlive the server. *out is freed with rpc_server_free.
+ * Connections are guarded as server/guard.h says (caps and a deadline before
+ * they prove the secret). The first server of a process fixes glibc's
+ * M_MMAP_THRESHOLD at 512 KiB (see rpc.c).
  */
 a2a_status rpc_server_alloc(rpc_server **out, const char *url, const rpc_method *methods,
                             size_t nmethods, void *arg, int nthreads, const rpc_security *sec,

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "engine_int.h"
+#include "handshake.h"
 #include "xfer.h"
 
 /* An incoming link and its receiver thread. */
@@ -20,8 +21,11 @@ typedef struct eng_in {
     engine *e;
     wsock *s;
     pthread_t thread;
-    int done;          /* the thread no longer uses s; set under e->mtx */
-    eng_call *landing; /* the call whose memory a DATA payload goes into right now, or NULL */
+    int done;            /* the thread no longer uses s; set under e->mtx */
+    int pending;         /* in its handshake (handshake.h's caps); under e->mtx */
+    int64_t deadline_ms; /* for the whole handshake */
+    char source[64];     /* the dialer's address */
+    eng_call *landing;   /* the call whose memory a DATA payload goes into right now, or NULL */
 } eng_in;
 
 /* Set while a handler thread queues frames that its own link_flush will write
@@ -190,7 +194,6 @@ typedef struct {
     size_t cap;
 } eng_receiver;
 
-/* read_frame reads one whole frame into f (and x->payload); 0, or -1 with why. */
 /* read_payload reads len payload bytes into dst, or into x->payload when dst is NULL. */
 static int
 read_payload(wsock *s, eng_receiver *x, uint8_t *dst, uint64_t len, int timeout_ms, char *why,
@@ -253,33 +256,6 @@ read_head(wsock *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, c
     return frame_header_decode(f, x->hdr, hlen, *plen, why, whylen);
 }
 
-/* read_frame reads one whole frame into f (and x->payload); 0, or -1 with why. */
-static int
-read_frame(wsock *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, char *why,
-           size_t whylen)
-{
-    if (read_head(s, x, f, plen, timeout_ms, why, whylen) != 0)
-        return -1;
-    if (read_payload(s, x, NULL, *plen, timeout_ms, why, whylen) != 0) {
-        frame_fini(f);
-        return -1;
-    }
-    return 0;
-}
-
-/* link_proof computes a proof of the token for the other side's nonce (label: whose proof). */
-static void
-link_proof(const engine *e, const char *label, const uint8_t nonce[AUTH_NONCE_LEN],
-           const char *worker, uint64_t incarnation, uint8_t mac[AUTH_MAC_LEN])
-{
-    uint8_t who[CFG_WORKER_NAME_MAX + 1 + 8] = {0};
-    size_t n = strlen(worker);
-    memcpy(who, worker, n);
-    for (int i = 0; i < 8; i++)
-        who[n + 1 + i] = (uint8_t)(incarnation >> (56 - 8 * i));
-    auth_mac(&e->sec->key, label, nonce, AUTH_NONCE_LEN, who, n + 9, mac);
-}
-
 /* ---- the sender thread of one peer ---- */
 
 typedef struct {
@@ -293,89 +269,16 @@ send_bytes(wsock *s, const void *b1, size_t n1, const void *b2, size_t n2)
     return wsock_io(s, iov, n2 > 0 ? 2 : 1, 0, ENGINE_LINK_DEAD_MS);
 }
 
-/* read_handshake reads the next frame on our link s to p, which must be of type want; 0, or -1
- * (logged, with hint). */
-static int
-read_handshake(eng_peer *p, wsock *s, frame_type want, const char *name, const char *hint, frame *f)
-{
-    eng_receiver rx = {0};
-    uint64_t plen;
-    char why[256];
-    int rv = read_frame(s, &rx, f, &plen, 5000, why, sizeof(why));
-
-    free(rx.hdr);
-    free(rx.payload);
-    if (rv != 0) {
-        log_warn("link to %s (%s): no %s from the peer (%s): %s", p->w->name, p->w->data_url, name,
-                 why, hint);
-        return -1;
-    }
-    if (f->type != want) {
-        log_warn("link to %s (%s): the peer sent frame type %d, not %s: %s", p->w->name,
-                 p->w->data_url, f->type, name, hint);
-        frame_fini(f);
-        return -1;
-    }
-    return 0;
-}
-
-/* answer_challenge reads the listener's CHALLENGE on s and puts the proof into hello. */
-static int
-answer_challenge(engine *e, eng_peer *p, wsock *s, frame *hello)
-{
-    frame ch;
-
-    if (read_handshake(p, s, FRAME_CHALLENGE, "CHALLENGE",
-                       "is its security.token_file set as ours is?", &ch) != 0)
-        return NNG_EPROTO;
-    link_proof(e, FRAME_LINK_LABEL, ch.nonce, hello->worker, hello->incarnation, hello->mac);
-    hello->has_mac = 1;
-    auth_nonce(hello->nonce); /* the listener proves the token for this one (WELCOME) */
-    hello->has_nonce = 1;
-    return 0;
-}
-
-/* check_welcome reads the listener's WELCOME on s: 0 when it proves the token, as p. */
-static int
-check_welcome(engine *e, eng_peer *p, wsock *s, const frame *hello)
-{
-    static const char hint[] = "the listener did not prove the token: it is not the worker we "
-                               "dialed, or has another security.token_file";
-    uint8_t want[AUTH_MAC_LEN];
-    frame w;
-
-    if (read_handshake(p, s, FRAME_WELCOME, "WELCOME", hint, &w) != 0)
-        return NNG_EPEERAUTH;
-    link_proof(e, FRAME_LINK_LISTENER_LABEL, hello->nonce, p->w->name, 0, want);
-    if (!auth_equal(want, w.mac, AUTH_MAC_LEN)) {
-        log_warn("link to %s (%s): a wrong proof in WELCOME: %s", p->w->name, p->w->data_url, hint);
-        return NNG_EPEERAUTH;
-    }
-    return 0;
-}
-
-/* sender_dial connects to p and sends HELLO; e->mtx held on entry and exit. */
+/* sender_dial connects to p and runs the handshake (HELLO); e->mtx held on entry and exit. */
 static int
 sender_dial(engine *e, eng_peer *p)
 {
-    msgpack_sbuffer sb;
-    frame f = {.type = FRAME_HELLO, .incarnation = e->incarnation};
     wsock *s = NULL;
     int rv;
 
     pthread_mutex_unlock(&e->mtx);
-    if ((rv = wsock_dial(p->w->data_url, e->sec->tls_client, ENGINE_DIAL_MS, &s)) != 0)
-        goto out;
-    snprintf(f.worker, sizeof(f.worker), "%s", e->self->name);
-    if (e->sec->has_key && (rv = answer_challenge(e, p, s, &f)) != 0)
-        goto out;
-    msgpack_sbuffer_init(&sb);
-    encode_frame(&sb, &f, 0);
-    rv = send_bytes(s, sb.data, sb.size, NULL, 0);
-    msgpack_sbuffer_destroy(&sb);
-    if (rv == 0 && e->sec->has_key)
-        rv = check_welcome(e, p, s, &f);
-out:
+    if ((rv = wsock_dial(p->w->data_url, e->sec->tls_client, ENGINE_DIAL_MS, &s)) == 0)
+        rv = handshake_dial(e, p, s);
     pthread_mutex_lock(&e->mtx);
     if (rv != 0) {
         wsock_free(s);
@@ -608,91 +511,19 @@ sender_thread(void *arg)
 
 /* ---- incoming links ---- */
 
-/* write_handshake writes a frame without payload on an incoming link (CHALLENGE, WELCOME). */
-static int
-write_handshake(wsock *s, const frame *f)
-{
-    msgpack_sbuffer sb;
-    nng_iov iov;
-    int rv;
-
-    msgpack_sbuffer_init(&sb);
-    rv = encode_frame(&sb, f, 0);
-    iov = (nng_iov){sb.data, sb.size};
-    if (rv == 0)
-        rv = wsock_io(s, &iov, 1, 0, 5000);
-    msgpack_sbuffer_destroy(&sb);
-    return rv;
-}
-
-/* send_challenge sends a CHALLENGE with a fresh nonce (kept in ch) on an incoming link. */
-static int
-send_challenge(wsock *s, frame *ch)
-{
-    auth_nonce(ch->nonce);
-    return write_handshake(s, ch);
-}
-
-/* send_welcome proves the token to a dialer that proved it, for its HELLO nonce, as us. */
-static int
-send_welcome(engine *e, wsock *s, const uint8_t nonce[AUTH_NONCE_LEN])
-{
-    frame w = {.type = FRAME_WELCOME};
-    link_proof(e, FRAME_LINK_LISTENER_LABEL, nonce, e->self->name, 0, w.mac);
-    return write_handshake(s, &w);
-}
-
-/* peer_index: the peer index of the worker called name (not us), or -1. */
-static int
-peer_index(const engine *e, const char *name)
-{
-    for (size_t i = 0; i < e->npeers; i++)
-        if (strcmp(e->peers[i].w->name, name) == 0 && &e->cfg->workers[i] != e->self)
-            return (int)i;
-    return -1;
-}
-
-/* receiver_hello reads HELLO and binds the link to its peer; NULL with why. */
+/* receiver_hello runs the handshake (handshake.h) and binds the link to its peer; NULL with why. */
 static eng_peer *
-receiver_hello(engine *e, eng_in *in, eng_receiver *x, char *why, size_t whylen)
+receiver_hello(engine *e, eng_in *in, char *why, size_t whylen)
 {
-    frame f, ch = {.type = FRAME_CHALLENGE};
-    uint8_t want[AUTH_MAC_LEN];
-    uint64_t plen;
+    frame f;
     eng_peer *p = NULL;
-
     int rv;
 
-    if (e->sec->has_key && (rv = send_challenge(in->s, &ch)) != 0) {
-        snprintf(why, whylen, "cannot send the challenge: %s", nng_strerror(rv));
+    if (handshake_accept(e, in->s, in->deadline_ms, &f, why, whylen) != 0)
         return NULL;
-    }
-    if (read_frame(in->s, x, &f, &plen, 5000, why, whylen) != 0)
-        return NULL;
-    if (f.type != FRAME_HELLO) {
-        snprintf(why, whylen, "the first frame is of type %d, not HELLO", f.type);
-        frame_fini(&f);
-        return NULL;
-    }
-    if (e->sec->has_key) {
-        link_proof(e, FRAME_LINK_LABEL, ch.nonce, f.worker, f.incarnation, want);
-        if (!f.has_mac || !auth_equal(want, f.mac, AUTH_MAC_LEN)) {
-            snprintf(why, whylen, "HELLO from \"%s\" %s: PERMISSION_DENIED", f.worker,
-                     f.has_mac ? "with a wrong proof of the token"
-                               : "without a proof of the token");
-            return NULL;
-        }
-        if (!f.has_nonce) {
-            snprintf(why, whylen, "HELLO from \"%s\" without a nonce for our proof", f.worker);
-            return NULL;
-        }
-        if (peer_index(e, f.worker) >= 0 && (rv = send_welcome(e, in->s, f.nonce)) != 0) {
-            snprintf(why, whylen, "cannot send WELCOME to \"%s\": %s", f.worker, nng_strerror(rv));
-            return NULL;
-        }
-    }
     pthread_mutex_lock(&e->mtx);
-    if ((rv = peer_index(e, f.worker)) >= 0)
+    in->pending = 0;
+    if ((rv = handshake_peer_index(e, f.worker)) >= 0)
         p = &e->peers[rv];
     if (p == NULL) {
         snprintf(why, whylen, "HELLO from unknown worker \"%s\"", f.worker);
@@ -795,7 +626,7 @@ receiver_thread(void *arg)
     eng_peer *p = NULL;
     char why[300] = "out of memory";
 
-    if ((p = receiver_hello(e, in, &x, why, sizeof(why))) != NULL)
+    if ((p = receiver_hello(e, in, why, sizeof(why))) != NULL)
         receiver_loop(e, in, p, &x, why, sizeof(why));
     pthread_mutex_lock(&e->mtx);
     if (p != NULL && p->in == in->s) {
@@ -829,12 +660,41 @@ reap_ins(engine *e)
     }
 }
 
+/* admit: whether an incoming link from source may start its handshake (handshake.h's caps);
+ * under e->mtx. */
+static int
+admit(engine *e, const char *source)
+{
+    static int64_t said_ms;
+    static long refused;
+    size_t total = 0, same = 0, max_total, max_source;
+
+    handshake_caps(e, &max_total, &max_source);
+    for (eng_in *in = e->ins; in != NULL; in = in->next)
+        if (in->pending && !in->done) {
+            total++;
+            same += strcmp(in->source, source) == 0;
+        }
+    if (total < max_total && same < max_source)
+        return 1;
+    refused++;
+    if (rpc_now_ms() - said_ms >= 1000) { /* one line a second under a flood */
+        log_warn("refusing incoming links still in their handshake beyond %zu in all and %zu "
+                 "from one address (%zu now, %zu from %s): %ld refused",
+                 max_total, max_source, total, same, source, refused);
+        said_ms = rpc_now_ms();
+        refused = 0;
+    }
+    return 0;
+}
+
 static void *
 acceptor_thread(void *arg)
 {
     engine *e = arg;
 
     for (;;) {
+        char source[64];
         eng_in *in;
         wsock *s;
         int rv = wsock_accept(e->listener, &s);
@@ -846,9 +706,10 @@ acceptor_thread(void *arg)
             nanosleep(&ts, NULL);
             continue;
         }
+        wsock_peer(s, source, sizeof(source));
         pthread_mutex_lock(&e->mtx);
         reap_ins(e);
-        if (e->stopping || (in = calloc(1, sizeof(*in))) == NULL) {
+        if (e->stopping || !admit(e, source) || (in = calloc(1, sizeof(*in))) == NULL) {
             wsock_free(s);
             pthread_mutex_unlock(&e->mtx);
             if (e->stopping)
@@ -857,6 +718,9 @@ acceptor_thread(void *arg)
         }
         in->e = e;
         in->s = s;
+        in->pending = 1;
+        in->deadline_ms = rpc_now_ms() + HANDSHAKE_MS;
+        snprintf(in->source, sizeof(in->source), "%s", source);
         if (pthread_create(&in->thread, NULL, receiver_thread, in) != 0) {
             wsock_free(in->s);
             free(in);

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sock.h"
@@ -293,13 +295,29 @@ set_timeout(wsock *s, int recv, int ms)
         *cur = ms;
 }
 
-int
-wsock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms)
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* sock_io: wsock_io, each step also bounded by deadline_ms (monotonic; 0: none). */
+static int
+sock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms, int64_t deadline_ms)
 {
     while (n > 0 && iov[0].iov_len == 0)
         iov++, n--;
     while (n > 0) {
         size_t got;
+        if (deadline_ms > 0) {
+            int64_t left = deadline_ms - now_ms();
+            if (left <= 0)
+                return NNG_ETIMEDOUT;
+            if (timeout_ms <= 0 || left < timeout_ms)
+                timeout_ms = (int)left;
+        }
         if (s->fd >= 0) {
             struct iovec v[4];
             struct msghdr m = {.msg_iov = v, .msg_iovlen = n};
@@ -340,6 +358,47 @@ wsock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms)
             iov[0].iov_buf = (uint8_t *)iov[0].iov_buf + got;
             iov[0].iov_len -= got;
         }
+    }
+    return 0;
+}
+
+int
+wsock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms)
+{
+    return sock_io(s, iov, n, recv, timeout_ms, 0);
+}
+
+int
+wsock_io_by(wsock *s, nng_iov *iov, unsigned n, int recv, int64_t deadline_ms)
+{
+    return sock_io(s, iov, n, recv, 0, deadline_ms);
+}
+
+int
+wsock_peer(const wsock *s, char *buf, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    nng_sockaddr sa;
+    const void *a;
+    int af;
+
+    buf[0] = '\0';
+    if (s->fd >= 0) {
+        if (getpeername(s->fd, (struct sockaddr *)&ss, &sl) != 0)
+            return -1;
+        af = ss.ss_family;
+        a = af == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+                           : (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
+    } else {
+        if (nng_stream_get_addr(s->st, NNG_OPT_REMADDR, &sa) != 0)
+            return -1;
+        af = sa.s_family == NNG_AF_INET6 ? AF_INET6 : sa.s_family == NNG_AF_INET ? AF_INET : -1;
+        a = af == AF_INET6 ? (const void *)sa.s_in6.sa_addr : (const void *)&sa.s_in.sa_addr;
+    }
+    if ((af != AF_INET && af != AF_INET6) || inet_ntop(af, a, buf, (socklen_t)len) == NULL) {
+        snprintf(buf, len, "local"); /* ipc:// and the like: one source */
+        return 0;
     }
     return 0;
 }

@@ -13,6 +13,7 @@
 
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
+#include <stdint.h>
 
 typedef struct wsock wsock;
 typedef struct wsock_listener wsock_listener;
@@ -36,6 +37,13 @@ void wsock_listener_free(wsock_listener *l);
  * One thread may send and one receive at a time.
  */
 int wsock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms);
+
+/* wsock_io_by is wsock_io with one deadline (rpc_now_ms's clock) for all of it, however the
+ * bytes trickle in: NNG_ETIMEDOUT once it has passed. */
+int wsock_io_by(wsock *s, nng_iov *iov, unsigned n, int recv, int64_t deadline_ms);
+
+/* wsock_peer writes the peer's IP address into buf ("local" when it has none); 0 or -1. */
+int wsock_peer(const wsock *s, char *buf, size_t len);
 
 /* wsock_close makes pending and later I/O on s fail (from any thread); wsock_free frees it. */
 void wsock_close(wsock *s);

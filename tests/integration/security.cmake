@@ -11,3 +11,13 @@ add_test(NAME integration.security
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:a2a-ctl>
           $<TARGET_FILE:exchange_check> $<TARGET_FILE:security_check>)
 set_tests_properties(integration.security PROPERTIES TIMEOUT 180 LABELS integration)
+
+# test_preauth.sh: floods of unauthenticated RPC calls and slow connections at
+# every port (preauth_check) while calls and exchanges with the token go on.
+add_executable(preauth_check ${CMAKE_CURRENT_LIST_DIR}/preauth_check.c)
+target_link_libraries(preauth_check PRIVATE a2a_common a2a_server nng::nng Threads::Threads)
+add_test(NAME integration.preauth
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_preauth.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker>
+          $<TARGET_FILE:exchange_check> $<TARGET_FILE:preauth_check>)
+set_tests_properties(integration.preauth PROPERTIES TIMEOUT 180 LABELS integration)

@@ -1,0 +1,46 @@
+/*
+ * handshake.h - the first frames of a peer link, both ways, before either
+ * side trusts the other (common/frame.h has the frames, ARCHITECTURE.md the
+ * protocol):
+ *
+ *   dialer                                   listener
+ *                                       <-   CHALLENGE [nonce]        (with a token)
+ *   HELLO [worker, incarnation, proof, nonce]  ->
+ *                                       <-   WELCOME [proof]          (with a token)
+ *
+ * Until the other side has proved the secret, a side reads only into a fixed
+ * HANDSHAKE_FRAME_MAX buffer (a prefix announcing more, or any payload,
+ * closes the link) and the whole handshake has HANDSHAKE_MS, however slowly
+ * its bytes come.
+ */
+#ifndef A2A_WORKER_HANDSHAKE_H
+#define A2A_WORKER_HANDSHAKE_H
+
+#include "engine_int.h"
+
+#define HANDSHAKE_FRAME_MAX 512 /* header bytes of a CHALLENGE, HELLO or WELCOME (~150 used) */
+#define HANDSHAKE_MS 5000       /* for the whole handshake, either side */
+/* Incoming links still in their handshake: at most this many in all, and from one source
+ * address (plus the number of workers, which may all share a host). Beyond, closed at once. */
+#define HANDSHAKE_PENDING_MAX 64
+#define HANDSHAKE_PENDING_PER_SOURCE 8
+
+/* handshake_dial runs the dialer's side on s, our new link to p; 0, or an NNG error (logged). */
+int handshake_dial(engine *e, eng_peer *p, wsock *s);
+
+/*
+ * handshake_accept runs the listener's side on s, an incoming link, until
+ * deadline_ms (rpc_now_ms's clock): *hello is the dialer's HELLO, its proof
+ * checked (with a token) and WELCOME sent when it names a peer of ours. 0, or
+ * -1 with why.
+ */
+int handshake_accept(engine *e, wsock *s, int64_t deadline_ms, frame *hello, char *why,
+                     size_t whylen);
+
+/* handshake_peer_index: the peer index of the worker called name (not us), or -1. */
+int handshake_peer_index(const engine *e, const char *name);
+
+/* handshake_caps: how many incoming links may be in their handshake, in all and per source. */
+void handshake_caps(const engine *e, size_t *total, size_t *per_source);
+
+#endif
