@@ -504,9 +504,7 @@ copy_local(engine *e, eng_op *op, eng_pair p, uint8_t **buf)
     if (--cd->pins == 0)
         pthread_cond_broadcast(&cd->cv);
     if (rv != 0) {
-        op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1, "cannot %s rank %lld's %s buffer: %s",
-                wr ? "write" : "read", (long long)(wr ? p.d : p.s), wr ? "receive" : "send",
-                strerror(rv));
+        op_fail_memory(e, op, wr ? p.d : p.s, wr, rv);
         return;
     }
     pair_landed(op, cs, cd, p);
@@ -601,7 +599,24 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, int64_t *next
          size_t errlen)
 {
     int64_t deadline = rpc_now_ms() + timeout_ms;
-    uint64_t num = group_seq_begin(&g->seq, (size_t)c->lidx, c->a->op_next, (int)c->a->op_failed);
+    size_t l = (size_t)c->lidx;
+    uint64_t num;
+
+    /* the job's previous call failed without reaching us (we restarted under it): the others
+     * need not wait for it until their deadline */
+    if (c->a->op_failed && c->a->op_next > 0 &&
+        (!g->seq.known[l] || g->seq.next[l] < (uint64_t)c->a->op_next) &&
+        group_seq_classify(&g->seq, (uint64_t)c->a->op_next - 1, 0, g->nops) == GROUP_ACTIVE &&
+        group_seq_failed(&g->seq, (uint64_t)c->a->op_next - 1) == NULL) {
+        char why[300];
+        snprintf(why, sizeof(why),
+                 "the call of group rank %lld (world rank %lld) for operation %lld failed before "
+                 "it reached worker %s (it restarted)",
+                 (long long)c->grank, (long long)g->world[c->grank],
+                 (long long)c->a->op_next - 1, e->self->name);
+        op_fail_num(e, g, (uint64_t)c->a->op_next - 1, A2A_ERR_UNAVAILABLE, 1, why);
+    }
+    num = group_seq_begin(&g->seq, l, c->a->op_next, (int)c->a->op_failed);
     eng_op *op = op_get(e, g, num, 1);
     uint8_t *buf = NULL;
     a2a_status st;

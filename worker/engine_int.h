@@ -194,6 +194,13 @@ void op_release(engine *e, eng_op *op);
  * and has none left: returns 1 then). */
 int group_sweep(engine *e, eng_group *g);
 void group_fail_all(engine *e, eng_group *g, a2a_status st, const char *why);
+/* op_fail_num fails operation num of g, which need not exist here (then its history records it),
+ * with an ABORT to the members when broadcast is set. */
+void op_fail_num(engine *e, eng_group *g, uint64_t num, a2a_status st, int broadcast,
+                 const char *msg);
+/* op_fail_memory fails op because group rank grank's memory could not be read or written (err:
+ * an errno): UNAVAILABLE when its job has exited, else INVALID_ARGUMENT. */
+void op_fail_memory(engine *e, eng_op *op, int64_t grank, int write, int err);
 /* group_free frees a group that no operation uses any more. */
 void group_free(eng_group *g);
 

@@ -225,29 +225,34 @@ early_frame_bytes(const frame *f)
     return sizeof(early_frame) + f->n * 2 * sizeof(int64_t) + f->payload_len;
 }
 
-/* group_usage counts the frames and bytes kept for name. */
+/* usage counts the frames and bytes kept for name, and those from peer. */
 static void
-group_usage(const early_store *s, const char *name, size_t *n, size_t *bytes)
+usage(const early_store *s, const char *name, int peer, size_t n_bytes[4])
 {
-    *n = 0;
-    *bytes = 0;
-    for (const early_frame *x = s->head; x != NULL; x = x->next)
+    memset(n_bytes, 0, 4 * sizeof(size_t));
+    for (const early_frame *x = s->head; x != NULL; x = x->next) {
         if (strcmp(x->f.id.group, name) == 0) {
-            (*n)++;
-            *bytes += x->bytes;
+            n_bytes[0]++;
+            n_bytes[1] += x->bytes;
         }
+        if (x->peer == peer) {
+            n_bytes[2]++;
+            n_bytes[3] += x->bytes;
+        }
+    }
 }
 
 int
 early_keep(early_store *s, int peer, frame *f, int64_t now_ms)
 {
-    size_t bytes = early_frame_bytes(f), gn, gbytes;
+    size_t bytes = early_frame_bytes(f), u[4];
     early_frame *x;
 
     early_expire(s, now_ms);
-    group_usage(s, f->id.group, &gn, &gbytes);
-    if (s->n >= EARLY_MAX || s->bytes + bytes > EARLY_BYTES || gn >= EARLY_GROUP_MAX ||
-        gbytes + bytes > EARLY_GROUP_BYTES || (x = calloc(1, sizeof(*x))) == NULL) {
+    usage(s, f->id.group, peer, u);
+    if (s->n >= EARLY_MAX || s->bytes + bytes > EARLY_BYTES || u[0] >= EARLY_GROUP_MAX ||
+        u[1] + bytes > EARLY_GROUP_BYTES || u[2] >= EARLY_PEER_MAX ||
+        u[3] + bytes > EARLY_PEER_BYTES || (x = calloc(1, sizeof(*x))) == NULL) {
         s->refused++;
         return -1;
     }

@@ -404,8 +404,7 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
     if (--c->pins == 0)
         pthread_cond_broadcast(&c->cv);
     if (rv > 0) {
-        op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1, "cannot read rank %lld's send buffer: %s",
-                (long long)c->grank, strerror(rv));
+        op_fail_memory(e, op, c->grank, 0, rv);
     } else if (rv < 0) {
         if (last)
             free(s);

@@ -1,4 +1,5 @@
 /* op.c - one operation of a group: matching READY and SLICE frames with local calls. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,6 +170,25 @@ op_fail(engine *e, eng_op *op, a2a_status st, int broadcast, const char *fmt, ..
 }
 
 void
+op_fail_memory(engine *e, eng_op *op, int64_t grank, int write, int err)
+{
+    eng_group *g = op->g;
+    if (err == ESRCH) /* the job is gone: not the caller's fault */
+        op_fail(e, op, A2A_ERR_UNAVAILABLE, 1,
+                "the job of group rank %lld (world rank %lld) on worker %s exited during "
+                "operation %llu",
+                (long long)grank, (long long)g->world[grank], e->self->name,
+                (unsigned long long)op->num);
+    else if (err == ENOMEM)
+        op_fail(e, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "worker %s is out of memory", e->self->name);
+    else
+        op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1,
+                "cannot %s the %s buffer of group rank %lld (world rank %lld): %s",
+                write ? "write" : "read", write ? "receive" : "send", (long long)grank,
+                (long long)g->world[grank], strerror(err));
+}
+
+void
 group_fail_all(engine *e, eng_group *g, a2a_status st, const char *why)
 {
     for (eng_op *op = g->ops; op != NULL; op = op->next)
@@ -299,8 +319,7 @@ land_eager(engine *e, eng_op *op, eng_call *c, int64_t s, const uint8_t *bytes, 
         rv = xfer_write(c->pid, to, bytes, (size_t)len);
     shm_put(e, m);
     if (rv != 0) {
-        op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1, "cannot write rank %lld's receive buffer: %s",
-                (long long)c->grank, strerror(rv));
+        op_fail_memory(e, op, c->grank, 1, rv);
         return;
     }
     rx->bytes = len;
@@ -324,6 +343,9 @@ op_take_stash(engine *e, eng_op *op, eng_call *c)
     }
 }
 
+static void fail_num(engine *e, eng_group *g, uint64_t num, a2a_status st, int broadcast,
+                     const char *msg);
+
 /* reply_abort tells peer p that the operation of f failed (or is gone); resync: 0, or where
  * the next calls resynchronise. */
 static void
@@ -332,6 +354,12 @@ reply_abort(engine *e, eng_peer *p, const frame *f, a2a_status st, const char *m
     frame r = {.type = FRAME_ABORT, .id = f->id, .status = st, .resync = resync};
     snprintf(r.message, sizeof(r.message), "%s", msg);
     link_send_ctl(e, p, &r, NULL);
+}
+
+void
+op_fail_num(engine *e, eng_group *g, uint64_t num, a2a_status st, int broadcast, const char *msg)
+{
+    fail_num(e, g, num, st, broadcast, msg);
 }
 
 /* fail_num fails operation num of g, which may not exist here (then only its history). */
@@ -603,8 +631,7 @@ op_data_landed(engine *e, eng_call *c, const frame *f, size_t len, int rv)
     if (rv < 0) /* the link broke: the peer's loss fails the operation */
         return;
     if (rv > 0) {
-        op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1, "cannot write rank %lld's receive buffer: %s",
-                (long long)f->dst, strerror(rv));
+        op_fail_memory(e, op, f->dst, 1, rv);
         return;
     }
     if (c->finished || op->status != A2A_OK)

@@ -427,14 +427,24 @@ test_early_bounds(void)
     }
     CU_ASSERT_EQUAL(kept, EARLY_GROUP_MAX);
     CU_ASSERT_EQUAL(s.refused, 10);
-    /* many names: EARLY_MAX in all */
+    /* many names from one peer: half the store at most; the other half stays for the others */
     for (int i = 0; i < 3 * EARLY_MAX; i++) {
         snprintf(name, sizeof(name), "g%d", i);
         f = ready(name, 1, 0, 0);
         (void)early_keep(&s, 0, &f, 0);
         frame_fini(&f);
     }
-    CU_ASSERT_EQUAL(s.n, EARLY_MAX);
+    CU_ASSERT_EQUAL(s.n, EARLY_PEER_MAX);
+    f = ready("healthy", 1, 0, 0);
+    CU_ASSERT_EQUAL(early_keep(&s, 1, &f, 0), 0);
+    for (int p = 2; p < 8; p++)
+        for (int i = 0; i < EARLY_MAX; i++) {
+            snprintf(name, sizeof(name), "p%d-%d", p, i);
+            f = ready(name, 1, 0, 0);
+            (void)early_keep(&s, p, &f, 0);
+            frame_fini(&f);
+        }
+    CU_ASSERT_EQUAL(s.n, EARLY_MAX); /* and EARLY_MAX in all */
     /* a healthy group still gets its own share once the flood has aged out */
     early_expire(&s, EARLY_AGE_MS + 1);
     CU_ASSERT_EQUAL(s.n, 0);
