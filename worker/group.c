@@ -69,8 +69,9 @@ group_seq_min_next(const group_seq *gs)
 {
     uint64_t m = UINT64_MAX;
     for (size_t i = 0; i < gs->nlocal; i++) {
-        /* an idle rank with a resync due takes at least that with its next call */
-        uint64_t n = !gs->busy[i] && gs->jump[i] > gs->next[i] ? gs->jump[i] : gs->next[i];
+        /* a rank with a resync due takes at least that with its next call (a busy rank's
+         * current operation exists: its frames are active anyway) */
+        uint64_t n = gs->jump[i] > gs->next[i] ? gs->jump[i] : gs->next[i];
         if (gs->known[i] && n < m)
             m = n;
     }

@@ -73,8 +73,8 @@ void group_seq_fini(group_seq *gs);
 void group_seq_carry(group_seq *gs, const group_seq *old);
 
 /* group_seq_min_next returns the smallest number a local rank whose number is known may still
- * be in or take (UINT64_MAX when none is known): a busy rank's next, an idle rank's next or the
- * resync due for its next call. */
+ * take (UINT64_MAX when none is known): its next number or the resync due for its next call
+ * (the operation a busy rank is in exists: group_seq_classify's exists covers it). */
 uint64_t group_seq_min_next(const group_seq *gs);
 
 /* group_seq_failed returns the recorded failure of operation num, or NULL. */
