@@ -93,17 +93,19 @@ stage_asan() {
         -DA2A_SANITIZE=ON -DA2A_TSAN=OFF -DA2A_FUZZ=OFF || return 1
     build build-asan || return 1
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $SANITIZED_FAULTS \
         ctest --test-dir build-asan --output-on-failure -j"$CTEST_JOBS" -LE 'fuzz|huge|netns' \
         --no-tests=error </dev/null
 }
 
-TSAN_TESTS='unit\.(rpc|auth)|integration\.'
+TSAN_TESTS='unit\.(rpc|auth|group)|integration\.'
+# the fault tests (label faults) run shorter under the sanitizers: fewer restart rounds
+SANITIZED_FAULTS="env RACE_ROUNDS=20 RACE_PERSISTENT_ROUNDS=10 RACE_BUDGET_S=150"
 tsan_ctest() {
     local opts=halt_on_error=1:second_deadlock_stack=1
     # libnng is not built with TSan: tests/tsan.supp silences what it does inside.
     [ -f tests/tsan.supp ] && opts=$opts:suppressions=$ROOT/tests/tsan.supp
-    TSAN_OPTIONS=$opts "$@" ctest --test-dir build-tsan --output-on-failure -j"$CTEST_JOBS" \
+    TSAN_OPTIONS=$opts "$@" $SANITIZED_FAULTS ctest --test-dir build-tsan --output-on-failure -j"$CTEST_JOBS" \
         -R "$TSAN_TESTS" -LE 'huge|netns' --no-tests=error </dev/null 2>&1 | tee "$LOGDIR/tsan.log"
 }
 
