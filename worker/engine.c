@@ -612,8 +612,8 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, int64_t *next
         snprintf(why, sizeof(why),
                  "the call of group rank %lld (world rank %lld) for operation %lld failed before "
                  "it reached worker %s (it restarted)",
-                 (long long)c->grank, (long long)g->world[c->grank],
-                 (long long)c->a->op_next - 1, e->self->name);
+                 (long long)c->grank, (long long)g->world[c->grank], (long long)c->a->op_next - 1,
+                 e->self->name);
         op_fail_num(e, g, (uint64_t)c->a->op_next - 1, A2A_ERR_UNAVAILABLE, 1, why);
     }
     num = group_seq_begin(&g->seq, l, c->a->op_next, (int)c->a->op_failed);
