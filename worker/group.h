@@ -134,13 +134,13 @@ void group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st);
  * of arrival. Frames past a bound are refused (the caller counts and logs
  * them); frames older than EARLY_AGE_MS are dropped.
  */
-#define EARLY_MAX 1024               /* frames in all */
-#define EARLY_BYTES (8u << 20)       /* bytes in all (headers' lists and payloads) */
-#define EARLY_GROUP_MAX 256          /* frames of one group name */
-#define EARLY_GROUP_BYTES (2u << 20) /* bytes of one group name */
-#define EARLY_PEER_MAX (EARLY_MAX / 2) /* frames from one peer worker */
+#define EARLY_MAX 1024                     /* frames in all */
+#define EARLY_BYTES (8u << 20)             /* bytes in all (headers' lists and payloads) */
+#define EARLY_GROUP_MAX 256                /* frames of one group name */
+#define EARLY_GROUP_BYTES (2u << 20)       /* bytes of one group name */
+#define EARLY_PEER_MAX (EARLY_MAX / 2)     /* frames from one peer worker */
 #define EARLY_PEER_BYTES (EARLY_BYTES / 2) /* bytes from one peer worker */
-#define EARLY_AGE_MS 30000           /* how long a frame is kept */
+#define EARLY_AGE_MS 30000                 /* how long a frame is kept */
 
 typedef struct early_frame {
     struct early_frame *next;
