@@ -15,7 +15,7 @@
 #include "engine_int.h"
 #include "xfer.h"
 
-static void engine_register(engine *e);
+static void engine_register(engine *e, int64_t timeout_ms);
 
 static uint64_t
 random_u64(void)
@@ -71,7 +71,7 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
     }
     /* Register before serving, so that the first operations see the final epochs. */
     for (int i = 0; i < 3 && !e->registered; i++)
-        engine_register(e);
+        engine_register(e, 3000);
     *out = e;
     return A2A_OK;
 }
@@ -265,7 +265,7 @@ group_install(engine *e, eng_group *g)
 
 /* engine_register tells the coordinator our incarnation (once). */
 static void
-engine_register(engine *e)
+engine_register(engine *e, int64_t timeout_ms)
 {
     msgpack_sbuffer sb;
     wire_register r = {.incarnation = e->incarnation};
@@ -278,7 +278,7 @@ engine_register(engine *e)
     snprintf(r.worker, sizeof(r.worker), "%s", e->self->name);
     msgpack_sbuffer_init(&sb);
     if (wire_register_encode(&sb, &r) == 0 &&
-        rpc_call(e->coord, "RegisterWorker", sb.data, sb.size, 3000, &rep, &replen, err,
+        rpc_call(e->coord, "RegisterWorker", sb.data, sb.size, timeout_ms, &rep, &replen, err,
                  sizeof(err)) == A2A_OK)
         e->registered = 1;
     else
@@ -287,20 +287,28 @@ engine_register(engine *e)
     msgpack_sbuffer_destroy(&sb);
 }
 
-/* fetch_group asks the coordinator for name. */
+/* fetch_group asks the coordinator for name, within timeout_ms (a call's deadline bounds it). */
 static a2a_status
-fetch_group(engine *e, const char *name, wire_group *wg, char *err, size_t errlen)
+fetch_group(engine *e, const char *name, int64_t timeout_ms, wire_group *wg, char *err,
+            size_t errlen)
 {
     msgpack_sbuffer sb;
     uint8_t *rep = NULL;
     size_t replen = 0;
     char why[512];
+    int64_t t0 = rpc_now_ms();
     a2a_status st;
 
-    engine_register(e);
+    if (timeout_ms > 5000)
+        timeout_ms = 5000;
+    if (timeout_ms < 50)
+        timeout_ms = 50;
+    engine_register(e, timeout_ms / 2);
     msgpack_sbuffer_init(&sb);
     wire_group_name_encode(&sb, name);
-    st = rpc_call(e->coord, "ResolveGroup", sb.data, sb.size, 5000, &rep, &replen, err, errlen);
+    st = rpc_call(e->coord, "ResolveGroup", sb.data, sb.size,
+                  timeout_ms - (rpc_now_ms() - t0) > 50 ? timeout_ms - (rpc_now_ms() - t0) : 50,
+                  &rep, &replen, err, errlen);
     msgpack_sbuffer_destroy(&sb);
     if (st == A2A_ERR_UNAVAILABLE || st == A2A_ERR_DEADLINE_EXCEEDED) {
         snprintf(why, sizeof(why), "%s", err);
@@ -312,9 +320,11 @@ fetch_group(engine *e, const char *name, wire_group *wg, char *err, size_t errle
     return st;
 }
 
-/* group_fresh returns the current group called name, resolving it when needed; under e->mtx. */
+/* group_fresh returns the current group called name, resolving it when needed (by deadline, in
+ * rpc_now_ms time); under e->mtx. */
 static eng_group *
-group_fresh(engine *e, const char *name, a2a_status *st, char *err, size_t errlen)
+group_fresh(engine *e, const char *name, int64_t deadline, a2a_status *st, char *err,
+            size_t errlen)
 {
     eng_group *g = engine_group_find(e, name), *ng;
     wire_group wg;
@@ -322,7 +332,7 @@ group_fresh(engine *e, const char *name, a2a_status *st, char *err, size_t errle
     if (g != NULL && !g->stale)
         return g;
     pthread_mutex_unlock(&e->mtx);
-    *st = fetch_group(e, name, &wg, err, errlen);
+    *st = fetch_group(e, name, deadline - rpc_now_ms(), &wg, err, errlen);
     pthread_mutex_lock(&e->mtx);
     if (*st != A2A_OK)
         return NULL;
@@ -344,7 +354,7 @@ group_fresh(engine *e, const char *name, a2a_status *st, char *err, size_t errle
 a2a_status
 engine_resolve(engine *e, const char *name, wire_group *g, char *err, size_t errlen)
 {
-    return fetch_group(e, name, g, err, errlen);
+    return fetch_group(e, name, 5000, g, err, errlen);
 }
 
 void
@@ -595,10 +605,9 @@ unpin_wait(engine *e, eng_call *c, int64_t deadline)
 /* call_run numbers c (group_seq_begin), enters it into that operation of g, copies local pairs
  * and waits; *next is the number of the rank's next call. Under e->mtx. */
 static a2a_status
-call_run(engine *e, eng_group *g, eng_call *c, int64_t timeout_ms, int64_t *next, char *err,
-         size_t errlen)
+call_run(engine *e, eng_group *g, eng_call *c, int64_t deadline, int64_t timeout_ms, int64_t *next,
+         char *err, size_t errlen)
 {
-    int64_t deadline = rpc_now_ms() + timeout_ms;
     size_t l = (size_t)c->lidx;
     uint64_t num;
 
@@ -729,7 +738,7 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
 {
     eng_call c = {.a = a, .pid = (pid_t)a->job.pid, .status = A2A_OK, .done = done};
     int64_t timeout = a->timeout_ms > 0 ? a->timeout_ms : ENGINE_DEFAULT_TIMEOUT_MS;
-    int64_t unused;
+    int64_t unused, deadline;
     a2a_status st;
     eng_group *g;
 
@@ -754,12 +763,13 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
                            "the worker's host, as the same user",
                            e->self->name, (long long)a->job.pid);
     c.esize = a2a_dtype_size((a2a_dtype)a->dtype);
+    deadline = rpc_now_ms() + timeout; /* resolving the group counts against it too */
     pre_read(&c);
     pthread_cond_init(&c.cv, NULL);
     pthread_mutex_lock(&e->mtx);
     if (e->stopping) {
         st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s is stopping", e->self->name);
-    } else if ((g = group_fresh(e, a->group, &st, err, errlen)) == NULL) {
+    } else if ((g = group_fresh(e, a->group, deadline, &st, err, errlen)) == NULL) {
         /* st and err set */
     } else if ((c.grank = group_rank_of(g, a->job.world_rank)) < 0) {
         st = status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
@@ -771,7 +781,7 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
                          g->n, a->n);
     } else {
         c.lidx = g->lidx[c.grank];
-        st = call_run(e, g, &c, timeout, next, err, errlen);
+        st = call_run(e, g, &c, deadline, timeout, next, err, errlen);
     }
     pthread_mutex_unlock(&e->mtx);
     pthread_cond_destroy(&c.cv);
