@@ -323,8 +323,7 @@ fetch_group(engine *e, const char *name, int64_t timeout_ms, wire_group *wg, cha
 /* group_fresh returns the current group called name, resolving it when needed (by deadline, in
  * rpc_now_ms time); under e->mtx. */
 static eng_group *
-group_fresh(engine *e, const char *name, int64_t deadline, a2a_status *st, char *err,
-            size_t errlen)
+group_fresh(engine *e, const char *name, int64_t deadline, a2a_status *st, char *err, size_t errlen)
 {
     eng_group *g = engine_group_find(e, name), *ng;
     wire_group wg;
