@@ -176,21 +176,35 @@ int wire_bins_decode(uint8_t (*out)[WIRE_BIN32], size_t n, const uint8_t *buf, s
 
 /* ---- worker API bodies ---- */
 
-/* Who a job is, and how the worker may reach its memory. */
+struct xfer_sess;
+
+/* Who a job is: on the wire only its world rank ([world_rank]). */
 typedef struct {
     int64_t world_rank;
-    int64_t pid;         /* the job's process id */
-    uint64_t probe_addr; /* address of 16 bytes of nonce in the job */
-    uint64_t nonce[2];   /* their value: a worker that reads them back shares the host */
+    /* the job's local session (worker/xfer.h), whose memory the call uses: set by the worker
+     * for calls that come on that session, never decoded from a message (NULL) */
+    struct xfer_sess *sess;
 } wire_job_id;
 
-/* Hello reply: the worker's side. */
+/* Hello reply: the worker's side, and where a job on its host hands its memory over. */
 typedef struct {
     char worker[CFG_WORKER_NAME_MAX + 1];
-    int64_t pid;
     int64_t world_size;
-    uint64_t direct; /* 1 when the worker reads and writes the job's memory itself */
+    char socket[CFG_SOCKET_MAX + 1]; /* the worker's Unix socket (config "socket"), or "" */
 } wire_hello_reply;
+
+/* Attach reply (the local socket): the worker, and who the kernel says the caller is. */
+typedef struct {
+    char worker[CFG_WORKER_NAME_MAX + 1];
+    int64_t world_size;
+    int64_t pid; /* SO_PEERCRED, in the worker's PID namespace */
+    int64_t uid;
+    uint64_t session;
+} wire_attach_reply;
+
+int wire_attach_reply_encode(msgpack_sbuffer *sb, const wire_attach_reply *r);
+int wire_attach_reply_decode(wire_attach_reply *r, const uint8_t *buf, size_t len, char *err,
+                             size_t errlen);
 
 int wire_job_id_encode(msgpack_sbuffer *sb, const wire_job_id *j);
 int wire_job_id_decode(wire_job_id *j, const uint8_t *buf, size_t len, char *err, size_t errlen);
@@ -225,11 +239,10 @@ typedef struct {
     int64_t self_copied;
 } wire_a2av;
 
-/* MapBuffer / UnmapBuffer request: memory of the job (a memfd, by its fd number) to map. */
+/* MapBuffer / UnmapBuffer / OpenChannel request on the local socket: [addr, len]; the memfd
+ * itself comes with the message (SCM_RIGHTS), never as a number. */
 typedef struct {
-    wire_job_id job;
-    int64_t fd;    /* the job's descriptor of the memfd; -1 for UnmapBuffer */
-    uint64_t addr; /* where the job mapped it */
+    uint64_t addr; /* where the job mapped it (its own view; the worker keys nothing else by it) */
     uint64_t len;
 } wire_buffer;
 

@@ -12,6 +12,7 @@
 typedef struct {
     engine *e;
     chan_set *chans;
+    const char *socket; /* the local socket's path, or NULL */
 } api_env;
 
 /* api_methods returns the method table; the handlers take an api_env as their argument. */

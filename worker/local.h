@@ -1,0 +1,44 @@
+/*
+ * local.h - the worker's Unix socket (config "socket"): one session per job
+ * on this host or in a container that shares the socket's volume.
+ *
+ * The kernel names the caller (SO_PEERCRED: pid, uid, gid); the job proves
+ * the token (as on the RPC port), claims its rank (Attach: one live session
+ * per rank), and hands its memory over as memfd descriptors (SCM_RIGHTS):
+ * its job channels (OpenChannel) and shared buffers (MapBuffer, which also
+ * carries liba2a's staging memory for plain buffers). Every mapping belongs
+ * to the session (xfer.h). When the connection closes, the session's rank is
+ * free at once, its channels close, and its memory is unmapped once the
+ * calls that use it are over.
+ */
+#ifndef A2A_WORKER_LOCAL_H
+#define A2A_WORKER_LOCAL_H
+
+#include <stddef.h>
+
+#include "chan.h"
+#include "common/auth.h"
+#include "engine.h"
+
+#define LOCAL_MAX_SESSIONS 1024    /* connections at once */
+#define LOCAL_MAX_UNPROVED 64      /* of which not yet past the token */
+#define LOCAL_HANDSHAKE_MS 5000    /* a connection must prove the token within this */
+#define LOCAL_FRAME_PREAUTH 4096   /* largest frame before the token is proved */
+#define LOCAL_CLAIM_WAIT_MS 1000   /* how long Attach waits for a closing holder of the rank */
+#define LOCAL_FRAME_MAX (5u << 20) /* largest frame: an RPC body and its envelope */
+
+typedef struct local_srv local_srv;
+
+/*
+ * local_alloc listens on path (a stale socket file there is replaced; a live
+ * worker's is not) and serves sessions on e and cs (borrowed); key NULL: no
+ * token. *out is freed with local_free.
+ */
+a2a_status local_alloc(local_srv **out, const char *path, engine *e, chan_set *cs,
+                       const auth_key *key, char *err, size_t errlen);
+
+/* local_free stops listening, closes every session, waits for their threads, unlinks the socket
+ * file and frees s; NULL is fine. */
+void local_free(local_srv *s);
+
+#endif
