@@ -1226,14 +1226,18 @@ stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *ar
         return A2A_OK;
     plan->recv_off = (sbytes + CLIENT_STAGE_ALIGN - 1) & ~(size_t)(CLIENT_STAGE_ALIGN - 1);
     plan->bytes = plan->recv_off + rbytes;
-    if (!locked)
-        pthread_mutex_lock(&job->lmtx);
-    if ((s = local_ensure(job)) == A2A_OK)
-        s = stage_reserve(job, st, plan->bytes);
-    if (!locked)
-        pthread_mutex_unlock(&job->lmtx);
-    if (s != A2A_OK)
-        return s;
+    /* the usual case needs no word with the worker: staging big enough, on this session */
+    if (locked || st->ptr == NULL || st->len < plan->bytes ||
+        st->gen != __atomic_load_n(&job->lgen, __ATOMIC_ACQUIRE)) {
+        if (!locked)
+            pthread_mutex_lock(&job->lmtx);
+        if ((s = local_ensure(job)) == A2A_OK)
+            s = stage_reserve(job, st, plan->bytes);
+        if (!locked)
+            pthread_mutex_unlock(&job->lmtx);
+        if (s != A2A_OK)
+            return s;
+    }
     size_t off = 0;
     for (size_t j = 0; plan->send && j < n; j++) {
         size_t b = (size_t)w->counts[j] * es;
