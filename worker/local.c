@@ -557,6 +557,12 @@ local_bind(const char *path, char *err, size_t errlen)
     int fd;
 
     snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+    char dir[sizeof(a.sun_path)], *slash;
+    snprintf(dir, sizeof(dir), "%s", path);
+    if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+        *slash = '\0';
+        (void)mkdir(dir, 0755); /* the folder of the socket, when it is not there (one level) */
+    }
     if (lstat(path, &st) == 0) {
         int probe;
         if (!S_ISSOCK(st.st_mode)) {
