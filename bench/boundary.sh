@@ -26,20 +26,20 @@ for ((i = 0; i < repeat; i++)); do
         done
     done
 done
-# median per (label, shape, size)
-awk '{k=$1"|"$2" "$3"|"$4; v[k]=v[k]" "$5} END {for (k in v) print k, v[k]}' "$out/raw.txt" |
-    python3 -c '
-import sys, statistics
+# median and best per (shape, size), before and after
+python3 - "$out/raw.txt" <<'PY' | tee "$out/table.md"
+import statistics, sys
 rows = {}
-for line in sys.stdin:
-    key, *vals = line.split()
-    label, shape, size = key.split("|")
-    rows.setdefault((shape, int(size)), {})[label] = statistics.median(map(float, vals))
-print("| shape | buffers | bytes per rank | before (us) | after (us) | after / before |")
+for line in open(sys.argv[1]):
+    label, shape, size, t = line.split()
+    rows.setdefault((shape, int(size)), {}).setdefault(label, []).append(float(t))
+print("| shape | buffers | bytes per rank | before: median (best) us | after: median (best) us | after / before (medians) |")
 print("|---|---|---|---|---|---|")
-for (shape, size) in sorted(rows, key=lambda k: (k[0], k[1])):
+for shape, size in sorted(rows):
     r = rows[(shape, size)]
-    b, a = r.get("before"), r.get("after")
+    if "before" not in r or "after" not in r:
+        continue
+    b, a = statistics.median(r["before"]), statistics.median(r["after"])
     s, kind = (shape.split("-") + ["plain"])[:2]
-    print(f"| {s} | {kind} | {size} | {b:.0f} | {a:.0f} | {a / b:.2f} |" if a and b else "")
-' | tee "$out/table.md"
+    print(f"| {s} | {kind} | {size} | {b:.0f} ({min(r['before']):.0f}) | {a:.0f} ({min(r['after']):.0f}) | {a / b:.2f} |")
+PY
