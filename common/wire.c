@@ -830,6 +830,41 @@ out:
     return rc;
 }
 
+int
+wire_remote_encode(msgpack_sbuffer *sb, const wire_remote *r)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    return msgpack_pack_array(&pk, 7) || msgpack_pack_uint64(&pk, r->session) ||
+                   msgpack_pack_uint64(&pk, r->key[0]) || msgpack_pack_uint64(&pk, r->key[1]) ||
+                   msgpack_pack_uint64(&pk, r->slot) || msgpack_pack_uint64(&pk, r->offset) ||
+                   msgpack_pack_uint64(&pk, r->len) ||
+                   pack_bin(&pk, r->data != NULL ? r->data : (const uint8_t *)"", r->data_len)
+               ? -1
+               : 0;
+}
+
+int
+wire_remote_decode(wire_remote *r, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+    wire_frame fr;
+    int rc = -1;
+
+    memset(r, 0, sizeof(*r));
+    if (frame_open(&fr, buf, len, 7, "remote request", err, errlen) != 0)
+        return -1;
+    if (wire_u64(&r->session, &fr.f[0], "session", err, errlen) == 0 &&
+        wire_u64(&r->key[0], &fr.f[1], "key", err, errlen) == 0 &&
+        wire_u64(&r->key[1], &fr.f[2], "key", err, errlen) == 0 &&
+        wire_u64(&r->slot, &fr.f[3], "slot", err, errlen) == 0 &&
+        wire_u64(&r->offset, &fr.f[4], "offset", err, errlen) == 0 &&
+        wire_u64(&r->len, &fr.f[5], "length", err, errlen) == 0 &&
+        wire_bin(&r->data, &r->data_len, WIRE_BODY_MAX, &fr.f[6], "data", err, errlen) == 0)
+        rc = 0;
+    frame_close(&fr);
+    return rc;
+}
+
 void
 wire_a2av_fini(wire_a2av *a)
 {

@@ -249,6 +249,30 @@ typedef struct {
 int wire_buffer_encode(msgpack_sbuffer *sb, const wire_buffer *b);
 int wire_buffer_decode(wire_buffer *b, const uint8_t *buf, size_t len, char *err, size_t errlen);
 
+/*
+ * The remote-job methods on the TCP API (RemoteAttach, RemoteReserve,
+ * RemotePut, RemoteGet, RemoteCall, RemoteDetach), one form for all:
+ * [session, key0, key1, slot, offset, length, bin]. A remote session is named
+ * by its number and its 128-bit key (a capability RemoteAttach hands out);
+ * slot picks one of its staging areas, offset and length a range in it; bin
+ * carries data (RemotePut, RemoteGet's reply) or RemoteCall's wire_a2av.
+ */
+#define WIRE_REMOTE_CHUNK (1u << 20)       /* bytes of data per RemotePut / RemoteGet */
+#define WIRE_REMOTE_SLOT_SPAN (1ull << 40) /* the address of slot i in calls: (i + 1) * this */
+#define WIRE_REMOTE_SLOTS 16               /* slots of a session: its calls at once */
+typedef struct {
+    uint64_t session;
+    uint64_t key[2];
+    uint64_t slot;
+    uint64_t offset;
+    uint64_t len;
+    const uint8_t *data; /* decoded: points into the message */
+    size_t data_len;
+} wire_remote;
+
+int wire_remote_encode(msgpack_sbuffer *sb, const wire_remote *r);
+int wire_remote_decode(wire_remote *r, const uint8_t *buf, size_t len, char *err, size_t errlen);
+
 int wire_a2av_encode(msgpack_sbuffer *sb, const wire_a2av *a);
 int wire_a2av_decode(wire_a2av *a, const uint8_t *buf, size_t len, char *err, size_t errlen);
 void wire_a2av_fini(wire_a2av *a);

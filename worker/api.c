@@ -138,10 +138,59 @@ m_health(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
     return A2A_OK;
 }
 
+static a2a_status
+m_remote_attach(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    return local_remote_attach(((api_env *)arg)->local, ctx, body, len);
+}
+
+static a2a_status
+m_remote_detach(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    return local_remote_detach(((api_env *)arg)->local, ctx, body, len);
+}
+
+static a2a_status
+m_remote_reserve(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    return local_remote_reserve(((api_env *)arg)->local, ctx, body, len);
+}
+
+static a2a_status
+m_remote_put(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    return local_remote_data(((api_env *)arg)->local, ctx, body, len, 1);
+}
+
+static a2a_status
+m_remote_get(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    return local_remote_data(((api_env *)arg)->local, ctx, body, len, 0);
+}
+
+static a2a_status
+m_remote_call(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    return local_remote_call(((api_env *)arg)->local, ctx, body, len);
+}
+
 static const rpc_method api_table[] = {
-    {"MapBuffer", m_local}, {"UnmapBuffer", m_local},  {"Hello", m_hello},
-    {"GetGroup", m_get},    {"CreateGroup", m_create}, {"DestroyGroup", m_destroy},
-    {"AllToAllV", m_local}, {"Health", m_health},      {"OpenChannel", m_local},
+    {"MapBuffer", m_local},
+    {"UnmapBuffer", m_local},
+    {"Hello", m_hello},
+    {"GetGroup", m_get},
+    {"CreateGroup", m_create},
+    {"DestroyGroup", m_destroy},
+    {"AllToAllV", m_local},
+    {"Health", m_health},
+    {"OpenChannel", m_local},
+    /* jobs that share no kernel with this worker (local.h) */
+    {"RemoteAttach", m_remote_attach},
+    {"RemoteDetach", m_remote_detach},
+    {"RemoteReserve", m_remote_reserve},
+    {"RemotePut", m_remote_put},
+    {"RemoteGet", m_remote_get},
+    {"RemoteCall", m_remote_call},
 };
 
 const rpc_method *

@@ -36,6 +36,7 @@
 #include "common/args.h"
 #include "common/config.h"
 #include "common/dtype.h"
+#include "common/log.h"
 #include "common/lsock.h"
 #include "common/shmchan.h"
 #include "common/status.h"
@@ -126,8 +127,17 @@ struct a2a_job {
     uint64_t lgen;                   /* 1, 2, ... per connection; read without lmtx: atomic */
     uint64_t lreq;                   /* request ids */
     int64_t lretry_ms;               /* no new connection before this time */
+    int lconnect_errno;              /* why the last connect failed (0: it did not) */
     wire_attach_reply attach;        /* what the worker said at Attach */
     struct job_stage *stages;        /* free staging of AllToAllV on the socket (under mtx) */
+    /* remote mode (no shared kernel): the session on the worker, its slots (under mtx) */
+    int remote;
+    wire_remote rsess; /* session and key; rsess_gen counts attaches */
+    uint64_t rsess_gen;
+    uint64_t slot_len[WIRE_REMOTE_SLOTS]; /* bytes the worker holds in each slot */
+    uint64_t slot_gen[WIRE_REMOTE_SLOTS]; /* ... for the session of that attach */
+    unsigned slot_busy;                   /* bit i: slot i in a call */
+    pthread_cond_t slot_cv;
     pthread_mutex_t mtx;
     job_err *errs;
     job_group *groups;
@@ -228,12 +238,6 @@ job_hello(a2a_job *job, const char *url)
     snprintf(job->worker, sizeof(job->worker), "%s", h.worker);
     snprintf(job->socket, sizeof(job->socket), "%s",
              env_sock != NULL && env_sock[0] != '\0' ? env_sock : h.socket);
-    if (job->socket[0] == '\0')
-        return job_fail(
-            job, A2A_ERR_UNAVAILABLE,
-            "worker %s at %s has no local socket (\"socket\" in its YAML), and this job "
-            "was given none (A2A_WORKER_SOCKET): a job hands its memory over there",
-            h.worker, url);
     return A2A_OK;
 }
 
@@ -502,6 +506,7 @@ local_ensure(a2a_job *job)
         int e = errno;
         if (fd >= 0)
             close(fd);
+        job->lconnect_errno = e;
         job->lretry_ms = rpc_now_ms() + CLIENT_LOCAL_RETRY_MS;
         return job_fail(job, A2A_ERR_UNAVAILABLE,
                         "worker %s: cannot connect to its local socket %s: %s%s", job->worker,
@@ -539,6 +544,305 @@ local_ensure(a2a_job *job)
     return A2A_OK;
 }
 
+/* ---- remote mode: no shared kernel, the slices over the TCP connection ---- */
+
+/* remote_rpc calls a Remote* method with r; with out, the reply's wire_remote, whose data
+ * points into *keep (the caller frees it). */
+static a2a_status
+remote_rpc(a2a_job *job, const char *method, const wire_remote *r, int64_t timeout_ms,
+           wire_remote *out, uint8_t **keep)
+{
+    msgpack_sbuffer sb;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    char why[256];
+    a2a_status st;
+
+    msgpack_sbuffer_init(&sb);
+    if (wire_remote_encode(&sb, r) != 0) {
+        msgpack_sbuffer_destroy(&sb);
+        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    st = call(job, method, &sb, timeout_ms, &rep, &replen);
+    msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_OK && out != NULL && wire_remote_decode(out, rep, replen, why, sizeof(why)) != 0)
+        st = job_fail(job, A2A_ERR_INTERNAL, "bad %s reply: %s", method, why);
+    if (keep != NULL && st == A2A_OK)
+        *keep = rep;
+    else
+        free(rep);
+    return st;
+}
+
+/* remote_attach opens a remote session for our rank (again, after the worker lost it). */
+static a2a_status
+remote_attach(a2a_job *job)
+{
+    msgpack_sbuffer sb;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    wire_remote r;
+    char why[256];
+    a2a_status st;
+
+    msgpack_sbuffer_init(&sb);
+    wire_job_id_encode(&sb, &job->id);
+    st = call(job, "RemoteAttach", &sb, CLIENT_CALL_MS, &rep, &replen);
+    msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_OK && wire_remote_decode(&r, rep, replen, why, sizeof(why)) != 0)
+        st = job_fail(job, A2A_ERR_INTERNAL, "bad RemoteAttach reply: %s", why);
+    free(rep);
+    if (st != A2A_OK)
+        return st;
+    pthread_mutex_lock(&job->mtx);
+    job->rsess = (wire_remote){.session = r.session, .key = {r.key[0], r.key[1]}};
+    job->rsess_gen++;
+    pthread_mutex_unlock(&job->mtx);
+    return A2A_OK;
+}
+
+static void
+remote_detach(a2a_job *job)
+{
+    wire_remote r = job->rsess;
+    (void)remote_rpc(job, "RemoteDetach", &r, CLIENT_CALL_MS, NULL, NULL);
+}
+
+/*
+ * job_pick_mode settles how our memory reaches the worker: local when the
+ * worker's socket can be reached, remote when there is none or it is not
+ * there for us ($A2A_JOB_MODE=local|remote decides instead).
+ */
+static a2a_status
+job_pick_mode(a2a_job *job)
+{
+    const char *want = getenv("A2A_JOB_MODE");
+    int force_local = want != NULL && strcmp(want, "local") == 0;
+    int force_remote = want != NULL && strcmp(want, "remote") == 0;
+    a2a_status st;
+    int e = 0;
+
+    if (want != NULL && want[0] != '\0' && !force_local && !force_remote &&
+        strcmp(want, "auto") != 0)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT,
+                        "A2A_JOB_MODE is \"%s\": local, remote or auto", want);
+    if (!force_remote && job->socket[0] != '\0') {
+        pthread_mutex_lock(&job->lmtx);
+        st = local_ensure(job);
+        e = job->lconnect_errno;
+        pthread_mutex_unlock(&job->lmtx);
+        if (st == A2A_OK) {
+            log_debug("rank %lld: local mode: memory handed to worker %s on %s",
+                      (long long)job->id.world_rank, job->worker, job->socket);
+            return A2A_OK;
+        }
+        /* a socket that is not there for us (another kernel's path) means remote; any other
+         * failure (a wrong token, a rank held by another job) is the answer */
+        if (force_local || !(e == ENOENT || e == EACCES || e == ENOTDIR || e == ECONNREFUSED))
+            return st;
+    } else if (force_local) {
+        return job_fail(job, A2A_ERR_UNAVAILABLE,
+                        "A2A_JOB_MODE=local, but worker %s has no local socket (\"socket\" in its "
+                        "YAML) and A2A_WORKER_SOCKET is not set",
+                        job->worker);
+    }
+    if ((st = remote_attach(job)) != A2A_OK)
+        return st;
+    job->remote = 1;
+    log_info("rank %lld: remote mode: worker %s %s; the slices travel over %s",
+             (long long)job->id.world_rank, job->worker,
+             job->socket[0] == '\0' ? "has no local socket"
+             : force_remote         ? "is reached remotely (A2A_JOB_MODE=remote)"
+                                    : "has its socket out of this job's reach",
+             rpc_client_url(job->cli));
+    return A2A_OK;
+}
+
+a2a_mode
+a2a_job_mode(const a2a_job *job)
+{
+    return job != NULL && job->remote ? A2A_MODE_REMOTE : A2A_MODE_LOCAL;
+}
+
+/* remote_slot_take waits for a free slot of the remote session. */
+static unsigned
+remote_slot_take(a2a_job *job)
+{
+    unsigned slot;
+    pthread_mutex_lock(&job->mtx);
+    while (job->slot_busy == (1u << WIRE_REMOTE_SLOTS) - 1)
+        pthread_cond_wait(&job->slot_cv, &job->mtx);
+    for (slot = 0; job->slot_busy & (1u << slot); slot++)
+        ;
+    job->slot_busy |= 1u << slot;
+    pthread_mutex_unlock(&job->mtx);
+    return slot;
+}
+
+static void
+remote_slot_give(a2a_job *job, unsigned slot)
+{
+    pthread_mutex_lock(&job->mtx);
+    job->slot_busy &= ~(1u << slot);
+    pthread_cond_signal(&job->slot_cv);
+    pthread_mutex_unlock(&job->mtx);
+}
+
+/* remote_put packs the send slices of w (from args) in order and puts them into slot in
+ * chunks gathered across slices; rewrites w's send displacements to the packed ones. */
+static a2a_status
+remote_put(a2a_job *job, wire_remote *r, wire_a2av *w, const a2a_alltoallv_args *args,
+           size_t sbytes)
+{
+    size_t n = w->n, es = a2a_dtype_size(args->dtype), off = 0, fill = 0;
+    uint8_t *chunk = NULL;
+    a2a_status st = A2A_OK;
+
+    if (sbytes > 0 &&
+        (chunk = malloc(sbytes < WIRE_REMOTE_CHUNK ? sbytes : WIRE_REMOTE_CHUNK)) == NULL)
+        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    for (size_t j = 0; j < n && st == A2A_OK; j++) {
+        size_t b = (size_t)w->counts[j] * es, done = 0;
+        const char *src = (const char *)args->send_data + (size_t)w->counts[n + j] * es;
+        w->counts[n + j] = (int64_t)(off / es);
+        while (done < b && st == A2A_OK) {
+            size_t k = b - done < WIRE_REMOTE_CHUNK - fill ? b - done : WIRE_REMOTE_CHUNK - fill;
+            memcpy(chunk + fill, src + done, k);
+            fill += k;
+            done += k;
+            if (fill == WIRE_REMOTE_CHUNK || off + done == sbytes) {
+                r->offset = off + done - fill;
+                r->data = chunk;
+                r->data_len = fill;
+                st = remote_rpc(job, "RemotePut", r, CLIENT_CALL_MS, NULL, NULL);
+                fill = 0;
+            }
+        }
+        off += b;
+    }
+    r->data = NULL;
+    r->data_len = 0;
+    free(chunk);
+    return st;
+}
+
+/* remote_get gets the packed receive slices out of slot (from roff) in chunks and unpacks them
+ * into args->recv_data. */
+static a2a_status
+remote_get(a2a_job *job, wire_remote *r, const a2a_alltoallv_args *args, size_t n, size_t roff,
+           size_t rbytes)
+{
+    size_t es = a2a_dtype_size(args->dtype), got = 0, j = 0, in = 0; /* slice j, in bytes done */
+    a2a_status st = A2A_OK;
+
+    while (got < rbytes && st == A2A_OK) {
+        wire_remote rep;
+        uint8_t *keep = NULL;
+        r->offset = roff + got;
+        r->len = rbytes - got < WIRE_REMOTE_CHUNK ? rbytes - got : WIRE_REMOTE_CHUNK;
+        if ((st = remote_rpc(job, "RemoteGet", r, CLIENT_CALL_MS, &rep, &keep)) != A2A_OK)
+            break;
+        if (rep.data_len == 0 || rep.data_len > rbytes - got)
+            st = job_fail(job, A2A_ERR_INTERNAL, "RemoteGet returned %zu bytes", rep.data_len);
+        for (size_t p = 0; st == A2A_OK && p < rep.data_len && j < n;) {
+            size_t b = (size_t)args->recv_counts[j] * es;
+            size_t k = b - in < rep.data_len - p ? b - in : rep.data_len - p;
+            memcpy((char *)args->recv_data + (size_t)args->recv_displacements[j] * es + in,
+                   rep.data + p, k);
+            p += k;
+            in += k;
+            if (in == b)
+                j++, in = 0;
+        }
+        got += rep.data_len;
+        free(keep);
+    }
+    r->len = 0;
+    return st;
+}
+
+/*
+ * remote_once runs w (the counts copied from args) on the remote session,
+ * in slot: the send slices packed and put in chunks, the call, the receive
+ * slices got in chunks and unpacked. *gone: the worker no longer knows the
+ * session (it restarted), so attaching again and retrying is safe.
+ */
+static a2a_status
+remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args *args, int *gone)
+{
+    size_t n = w->n, es = a2a_dtype_size(args->dtype), sbytes = 0, rbytes = 0, roff, total;
+    uint64_t base = (slot + 1) * WIRE_REMOTE_SLOT_SPAN, gen;
+    wire_remote r;
+    msgpack_sbuffer sb;
+    a2a_status st = A2A_OK;
+
+    *gone = 0;
+    for (size_t j = 0; j < n; j++)
+        if (__builtin_add_overflow(sbytes, (size_t)w->counts[j] * es, &sbytes) ||
+            __builtin_add_overflow(rbytes, (size_t)w->counts[2 * n + j] * es, &rbytes))
+            return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the slices are too large");
+    roff = (sbytes + 4095) & ~(size_t)4095;
+    total = roff + rbytes;
+    pthread_mutex_lock(&job->mtx);
+    r = job->rsess;
+    gen = job->rsess_gen;
+    pthread_mutex_unlock(&job->mtx);
+    r.slot = slot;
+    if (job->slot_gen[slot] != gen || job->slot_len[slot] < total) { /* the slot is ours */
+        r.len = total > 0 ? total : 4096;
+        if ((st = remote_rpc(job, "RemoteReserve", &r, CLIENT_CALL_MS, NULL, NULL)) != A2A_OK)
+            goto out;
+        job->slot_len[slot] = r.len;
+        job->slot_gen[slot] = gen;
+        r.len = 0;
+    }
+    if ((st = remote_put(job, &r, w, args, sbytes)) != A2A_OK)
+        goto out;
+    size_t off = 0;
+    for (size_t j = 0; j < n; j++) {
+        w->counts[3 * n + j] = (int64_t)(off / es);
+        off += (size_t)w->counts[2 * n + j] * es;
+    }
+    w->send_addr = base;
+    w->send_len = sbytes / es;
+    w->recv_addr = base + roff;
+    w->recv_len = rbytes / es;
+    msgpack_sbuffer_init(&sb);
+    if (wire_a2av_encode(&sb, w) != 0) {
+        st = job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    } else {
+        r.data = (const uint8_t *)sb.data;
+        r.data_len = sb.size;
+        st = remote_rpc(job, "RemoteCall", &r, w->timeout_ms + CLIENT_SLACK_MS, NULL, NULL);
+        r.data = NULL;
+        r.data_len = 0;
+    }
+    msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_OK)
+        st = remote_get(job, &r, args, n, roff, rbytes);
+out:
+    if (st == A2A_ERR_UNAVAILABLE && strstr(a2a_job_error(job), "has no remote session") != NULL)
+        *gone = 1;
+    return st;
+}
+
+/* remote_all_to_all_v runs a call in remote mode; once again after attaching anew when the
+ * worker lost our session (it restarted: the call never ran). */
+static a2a_status
+remote_all_to_all_v(a2a_job *job, wire_a2av *w, const a2a_alltoallv_args *args)
+{
+    unsigned slot = remote_slot_take(job);
+    int gone = 0;
+    a2a_status st = remote_once(job, slot, w, args, &gone);
+    if (gone && remote_attach(job) == A2A_OK) {
+        memcpy(w->counts + w->n, args->send_displacements, w->n * sizeof(int64_t));
+        memcpy(w->counts + 3 * w->n, args->recv_displacements, w->n * sizeof(int64_t));
+        st = remote_once(job, slot, w, args, &gone);
+    }
+    remote_slot_give(job, slot);
+    return st;
+}
+
 a2a_status
 a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
 {
@@ -564,6 +868,7 @@ a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
     pthread_mutex_init(&job->mtx, NULL);
     pthread_mutex_init(&job->lmtx, NULL);
     pthread_cond_init(&job->lcv, NULL);
+    pthread_cond_init(&job->slot_cv, NULL);
     job->lsock = -1;
     job->id.world_rank = world_rank;
     job->op_timeout_ms = CLIENT_DEFAULT_OP_MS;
@@ -573,9 +878,7 @@ a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
     if ((st = secure_from_env(&job->sec, NULL, err, sizeof(err))) != A2A_OK ||
         (st = rpc_client_alloc(&job->cli, worker_url, &job->sec.client, err, sizeof(err))) !=
             A2A_OK ||
-        (st = job_hello(job, worker_url)) != A2A_OK ||
-        (pthread_mutex_lock(&job->lmtx), st = local_ensure(job), pthread_mutex_unlock(&job->lmtx),
-         st) != A2A_OK) {
+        (st = job_hello(job, worker_url)) != A2A_OK || (st = job_pick_mode(job)) != A2A_OK) {
         if (job->cli == NULL)
             job_fail(NULL, st, "%s", err);
         else
@@ -637,6 +940,8 @@ a2a_job_close(a2a_job *job)
         a2a_buffer_free(job, job->plain->ptr);
     if (job->lsock >= 0)
         close(job->lsock); /* the worker frees our rank and everything we handed over */
+    if (job->remote && job->rsess.session != 0)
+        remote_detach(job);
     while (job->stages != NULL) {
         job_stage *st = job->stages;
         job->stages = st->next;
@@ -655,6 +960,7 @@ a2a_job_close(a2a_job *job)
         job->groups = g->next;
         group_free(g);
     }
+    pthread_cond_destroy(&job->slot_cv);
     pthread_cond_destroy(&job->lcv);
     pthread_mutex_destroy(&job->lmtx);
     pthread_mutex_destroy(&job->mtx);
@@ -1322,6 +1628,11 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
         free(w.counts);
         return job_fail(job, st, "%s", why);
     }
+    if (job->remote) {
+        st = remote_all_to_all_v(job, &w, args);
+        free(w.counts);
+        return st;
+    }
     if ((ch = chan_take(job, w.n)) != NULL) {
         int served = 0, keep = 1;
         self_copy(&w, args, me);
@@ -1409,7 +1720,7 @@ a2a_buffer_alloc(a2a_job *job, size_t bytes, void **ptr)
     /* the worker maps it too; if it cannot, the memory is still a plain buffer (staged) */
     mem = b->ptr;
     pthread_mutex_lock(&job->lmtx);
-    if (local_ensure(job) == A2A_OK &&
+    if (!job->remote && local_ensure(job) == A2A_OK &&
         local_map(job, b->fd, b->ptr, b->len, 1, err, sizeof(err)) == A2A_OK) {
         pthread_mutex_lock(&job->mtx);
         b->next = job->bufs;

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,6 +31,7 @@
 #include "common/wire.h"
 #include "server/rpc.h"
 #include "shm.h"
+#include "engine_int.h"
 #include "xfer.h"
 
 typedef struct local_sess local_sess;
@@ -45,6 +48,13 @@ struct local_sess {
     int challenged;
     pthread_mutex_t wmtx; /* one frame written at a time: replies come from several threads */
     size_t ncalls;        /* AllToAllV threads running (under srv->mtx) */
+    /* a remote session (no socket, sock -1): its key, its staging, its users (under srv->mtx) */
+    int remote;
+    uint64_t rkey[2];
+    int64_t last_ms; /* its last call began or ended */
+    size_t rrefs;    /* calls using it now */
+    uint64_t slot_len[LOCAL_REMOTE_SLOTS];
+    uint64_t rbytes; /* staging held, in all slots */
 };
 
 struct local_srv {
@@ -150,6 +160,8 @@ claim_holder(local_srv *s, local_sess *ls, int64_t r)
     return NULL;
 }
 
+static void remote_sweep(local_srv *s);
+
 static a2a_status
 m_attach(local_sess *ls, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
@@ -172,12 +184,18 @@ m_attach(local_sess *ls, rpc_ctx *ctx, const uint8_t *body, size_t len)
                         engine_name(s->e));
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += LOCAL_CLAIM_WAIT_MS / 1000;
+    remote_sweep(s); /* a remote job that went silent lets go of its rank */
     pthread_mutex_lock(&s->mtx);
     /* a holder whose connection just closed lets go at once: wait a little for that */
     while ((h = claim_holder(s, ls, j.world_rank)) != NULL &&
            pthread_cond_timedwait(&s->cv, &s->mtx, &ts) == 0)
         ;
-    if ((h = claim_holder(s, ls, j.world_rank)) != NULL) {
+    if ((h = claim_holder(s, ls, j.world_rank)) != NULL && h->remote) {
+        st = rpc_fail(ctx, A2A_ERR_ALREADY_EXISTS,
+                      "world rank %lld is held by another live job (a remote one, session %llu): "
+                      "one job per rank",
+                      (long long)j.world_rank, (unsigned long long)h->x.id);
+    } else if (h != NULL) {
         st = rpc_fail(ctx, A2A_ERR_ALREADY_EXISTS,
                       "world rank %lld is held by another live job (process %lld, uid %lld, "
                       "session %llu): one job per rank",
@@ -327,6 +345,310 @@ m_alltoallv(local_sess *ls, rpc_ctx *ctx, uint64_t id, const uint8_t *body, size
     pthread_setname_np(t, "a2a-lcall");
     *deferred = 1;
     return A2A_OK;
+}
+
+/* ---- remote sessions: jobs that share no kernel with us (local.h) ---- */
+
+static uint64_t
+slot_addr(uint64_t slot)
+{
+    return (slot + 1) * LOCAL_REMOTE_SLOT_SPAN;
+}
+
+/* remote_release frees a remote session nobody uses any more (out of s->live already). */
+static void
+remote_release(local_sess *ls)
+{
+    pthread_mutex_lock(&ls->x.mtx);
+    ls->x.closed = 1;
+    pthread_mutex_unlock(&ls->x.mtx);
+    shm_unmap_all(&ls->x);
+    log_info("remote session %llu: world rank %lld let go", (unsigned long long)ls->x.id,
+             (long long)ls->x.world_rank);
+    pthread_mutex_destroy(&ls->wmtx);
+    pthread_cond_destroy(&ls->x.cv);
+    pthread_mutex_destroy(&ls->x.mtx);
+    free(ls);
+}
+
+/* remote_unlink takes ls out of s->live (and its rank claim); under s->mtx. */
+static void
+remote_unlink(local_srv *s, local_sess *ls)
+{
+    for (local_sess **pp = &s->live; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == ls) {
+            *pp = ls->next;
+            break;
+        }
+    ls->claimed = 0;
+    s->nlive--;
+    pthread_cond_broadcast(&s->cv);
+}
+
+/* remote_sweep drops the remote sessions idle for LOCAL_REMOTE_IDLE_MS (their job is gone). */
+static void
+remote_sweep(local_srv *s)
+{
+    local_sess *dead = NULL, *next;
+    int64_t now = rpc_now_ms();
+
+    pthread_mutex_lock(&s->mtx);
+    for (local_sess *x = s->live; x != NULL; x = next) {
+        next = x->next;
+        if (x->remote && x->rrefs == 0 && now - x->last_ms > LOCAL_REMOTE_IDLE_MS) {
+            remote_unlink(s, x);
+            x->next = dead;
+            dead = x;
+        }
+    }
+    pthread_mutex_unlock(&s->mtx);
+    for (; dead != NULL; dead = next) {
+        next = dead->next;
+        log_warn("remote session %llu (world rank %lld): no call for %d s, dropped",
+                 (unsigned long long)dead->x.id, (long long)dead->x.world_rank,
+                 LOCAL_REMOTE_IDLE_MS / 1000);
+        remote_release(dead);
+    }
+}
+
+/* remote_get finds the session r names (its key checked) and takes a reference; NULL with
+ * UNAVAILABLE in ctx when it is gone. */
+static local_sess *
+remote_get(local_srv *s, const wire_remote *r, rpc_ctx *ctx)
+{
+    local_sess *found = NULL;
+    remote_sweep(s);
+    pthread_mutex_lock(&s->mtx);
+    for (local_sess *x = s->live; x != NULL; x = x->next)
+        if (x->remote && x->x.id == r->session &&
+            auth_equal((const uint8_t *)x->rkey, (const uint8_t *)r->key, sizeof(x->rkey))) {
+            found = x;
+            x->rrefs++;
+            x->last_ms = rpc_now_ms();
+            break;
+        }
+    pthread_mutex_unlock(&s->mtx);
+    if (found == NULL)
+        rpc_fail(ctx, A2A_ERR_UNAVAILABLE,
+                 "worker %s has no remote session %llu (it restarted, or dropped an idle one): "
+                 "attach again",
+                 engine_name(s->e), (unsigned long long)r->session);
+    else if (r->slot >= LOCAL_REMOTE_SLOTS)
+        rpc_fail(ctx, A2A_ERR_INVALID_ARGUMENT, "slot %llu: a remote session has %d",
+                 (unsigned long long)r->slot, LOCAL_REMOTE_SLOTS);
+    return found;
+}
+
+static void
+remote_put_ref(local_srv *s, local_sess *ls)
+{
+    pthread_mutex_lock(&s->mtx);
+    ls->rrefs--;
+    ls->last_ms = rpc_now_ms();
+    pthread_mutex_unlock(&s->mtx);
+}
+
+a2a_status
+local_remote_attach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    wire_job_id j;
+    wire_remote r = {0};
+    local_sess *ls, *h;
+    a2a_status st = A2A_OK;
+
+    if (wire_job_id_decode(&j, body, len, ctx->message, sizeof(ctx->message)) != 0)
+        return A2A_ERR_INVALID_ARGUMENT;
+    if (!engine_owns(s->e, j.world_rank))
+        return rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED,
+                        "world rank %lld is not a rank of worker %s", (long long)j.world_rank,
+                        engine_name(s->e));
+    remote_sweep(s);
+    if ((ls = calloc(1, sizeof(*ls))) == NULL)
+        return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    ls->srv = s;
+    ls->sock = -1;
+    ls->remote = 1;
+    ls->proved = 1; /* the RPC gate checked the token on this connection */
+    ls->x.world_rank = j.world_rank;
+    ls->x.pid = 0;
+    ls->x.uid = (uid_t)-1;
+    uint8_t nonce[AUTH_NONCE_LEN];
+    auth_nonce(nonce);
+    memcpy(ls->rkey, nonce, sizeof(ls->rkey));
+    pthread_mutex_init(&ls->x.mtx, NULL);
+    pthread_cond_init(&ls->x.cv, NULL);
+    pthread_mutex_init(&ls->wmtx, NULL);
+    pthread_mutex_lock(&s->mtx);
+    if ((h = claim_holder(s, ls, j.world_rank)) != NULL) {
+        st = rpc_fail(ctx, A2A_ERR_ALREADY_EXISTS,
+                      "world rank %lld is held by another live job (%s session %llu): one job "
+                      "per rank",
+                      (long long)j.world_rank, h->remote ? "remote" : "local",
+                      (unsigned long long)h->x.id);
+    } else if (s->nlive >= LOCAL_MAX_SESSIONS) {
+        st = rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "too many sessions");
+    } else {
+        ls->x.id = ++s->next_id;
+        ls->claimed = 1;
+        ls->last_ms = rpc_now_ms();
+        ls->next = s->live;
+        s->live = ls;
+        s->nlive++;
+    }
+    pthread_mutex_unlock(&s->mtx);
+    if (st != A2A_OK) {
+        pthread_mutex_destroy(&ls->wmtx);
+        pthread_cond_destroy(&ls->x.cv);
+        pthread_mutex_destroy(&ls->x.mtx);
+        free(ls);
+        return st;
+    }
+    log_info("remote session %llu: world rank %lld (its slices come over its TCP connection)",
+             (unsigned long long)ls->x.id, (long long)j.world_rank);
+    r.session = ls->x.id;
+    r.key[0] = ls->rkey[0];
+    r.key[1] = ls->rkey[1];
+    if (wire_remote_encode(ctx->body, &r) != 0)
+        return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    return A2A_OK;
+}
+
+a2a_status
+local_remote_detach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    wire_remote r;
+    local_sess *ls;
+
+    if (wire_remote_decode(&r, body, len, ctx->message, sizeof(ctx->message)) != 0)
+        return A2A_ERR_INVALID_ARGUMENT;
+    r.slot = 0;
+    if ((ls = remote_get(s, &r, ctx)) == NULL)
+        return A2A_ERR_UNAVAILABLE;
+    pthread_mutex_lock(&s->mtx);
+    ls->rrefs--;
+    ls->last_ms = 0; /* the next sweep (or this one) drops it once its calls are over */
+    pthread_mutex_unlock(&s->mtx);
+    remote_sweep(s);
+    wire_empty_encode(ctx->body);
+    return A2A_OK;
+}
+
+a2a_status
+local_remote_reserve(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    wire_remote r;
+    local_sess *ls;
+    a2a_status st = A2A_OK;
+    uint64_t bytes;
+    int fd = -1;
+
+    if (wire_remote_decode(&r, body, len, ctx->message, sizeof(ctx->message)) != 0)
+        return A2A_ERR_INVALID_ARGUMENT;
+    if ((ls = remote_get(s, &r, ctx)) == NULL || r.slot >= LOCAL_REMOTE_SLOTS)
+        return ls == NULL ? A2A_ERR_UNAVAILABLE : (remote_put_ref(s, ls), A2A_ERR_INVALID_ARGUMENT);
+    bytes = (r.len + 4095) & ~(uint64_t)4095;
+    pthread_mutex_lock(&s->mtx);
+    if (bytes == 0 || bytes > LOCAL_REMOTE_SLOT_SPAN ||
+        ls->rbytes - ls->slot_len[r.slot] + bytes > LOCAL_REMOTE_MAX)
+        st = rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED,
+                      "a remote job holds at most %llu bytes of staging in its worker (asked "
+                      "%llu more)",
+                      (unsigned long long)LOCAL_REMOTE_MAX, (unsigned long long)bytes);
+    pthread_mutex_unlock(&s->mtx);
+    if (st == A2A_OK && ls->slot_len[r.slot] != 0)
+        (void)shm_unmap(&ls->x, slot_addr(r.slot), ctx->message, sizeof(ctx->message));
+    if (st == A2A_OK) {
+        pthread_mutex_lock(&s->mtx);
+        ls->rbytes -= ls->slot_len[r.slot];
+        ls->slot_len[r.slot] = 0;
+        pthread_mutex_unlock(&s->mtx);
+        /* the worker's own memfd, mapped like a job's: the engine reads and writes it */
+        if ((fd = memfd_create("a2a-remote", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0 ||
+            ftruncate(fd, (off_t)bytes) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0)
+            st = rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "cannot make %llu bytes of staging: %s",
+                          (unsigned long long)bytes, strerror(errno));
+        else
+            st = shm_map(&ls->x, fd, slot_addr(r.slot), bytes, ctx->message, sizeof(ctx->message));
+        if (fd >= 0)
+            close(fd);
+    }
+    if (st == A2A_OK) {
+        pthread_mutex_lock(&s->mtx);
+        ls->slot_len[r.slot] = bytes;
+        ls->rbytes += bytes;
+        pthread_mutex_unlock(&s->mtx);
+        wire_empty_encode(ctx->body);
+    }
+    remote_put_ref(s, ls);
+    return st;
+}
+
+/* local_remote_data is RemotePut (put) and RemoteGet: a chunk into or out of a slot. */
+a2a_status
+local_remote_data(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len, int put)
+{
+    wire_remote r, out = {0};
+    local_sess *ls;
+    eng_map *m;
+    uint8_t *p;
+    size_t n;
+
+    if (wire_remote_decode(&r, body, len, ctx->message, sizeof(ctx->message)) != 0)
+        return A2A_ERR_INVALID_ARGUMENT;
+    if ((ls = remote_get(s, &r, ctx)) == NULL || r.slot >= LOCAL_REMOTE_SLOTS)
+        return ls == NULL ? A2A_ERR_UNAVAILABLE : (remote_put_ref(s, ls), A2A_ERR_INVALID_ARGUMENT);
+    n = put ? r.data_len : (size_t)r.len;
+    if (n > WIRE_REMOTE_CHUNK || r.offset > LOCAL_REMOTE_SLOT_SPAN ||
+        (p = shm_find(&ls->x, slot_addr(r.slot) + r.offset, n, &m)) == NULL) {
+        remote_put_ref(s, ls);
+        return rpc_fail(ctx, A2A_ERR_INVALID_ARGUMENT,
+                        "%llu bytes at %llu are not in slot %llu (or more than %u at once)",
+                        (unsigned long long)n, (unsigned long long)r.offset,
+                        (unsigned long long)r.slot, WIRE_REMOTE_CHUNK);
+    }
+    if (put) {
+        memcpy(p, r.data, n);
+        wire_empty_encode(ctx->body);
+    } else {
+        out.data = p;
+        out.data_len = n;
+        wire_remote_encode(ctx->body, &out);
+    }
+    shm_release(m);
+    remote_put_ref(s, ls);
+    return A2A_OK;
+}
+
+a2a_status
+local_remote_call(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    wire_remote r;
+    wire_a2av a;
+    local_sess *ls;
+    a2a_status st;
+
+    if (wire_remote_decode(&r, body, len, ctx->message, sizeof(ctx->message)) != 0)
+        return A2A_ERR_INVALID_ARGUMENT;
+    if ((ls = remote_get(s, &r, ctx)) == NULL)
+        return A2A_ERR_UNAVAILABLE;
+    if (wire_a2av_decode(&a, r.data, r.data_len, ctx->message, sizeof(ctx->message)) != 0) {
+        remote_put_ref(s, ls);
+        return A2A_ERR_INVALID_ARGUMENT;
+    }
+    a.job.world_rank = ls->x.world_rank; /* the session's rank, not what the body says */
+    a.job.sess = &ls->x;
+    st = engine_alltoallv(s->e, &a, ctx->message, sizeof(ctx->message));
+    wire_a2av_fini(&a);
+    remote_put_ref(s, ls);
+    if (st == A2A_OK)
+        wire_empty_encode(ctx->body);
+    return st;
+}
+
+uint64_t
+local_remote_slot_addr(uint64_t slot)
+{
+    return slot_addr(slot);
 }
 
 /* ---- one session ---- */
@@ -492,11 +814,12 @@ local_admit(local_srv *s, int fd)
     pthread_cond_init(&ls->x.cv, NULL);
     pthread_mutex_init(&ls->wmtx, NULL);
     pthread_mutex_lock(&s->mtx);
-    if (s->stopping || s->nlive >= LOCAL_MAX_SESSIONS ||
+    int stopping = __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE);
+    if (stopping || s->nlive >= LOCAL_MAX_SESSIONS ||
         (!ls->proved && s->nunproved >= LOCAL_MAX_UNPROVED)) {
         pthread_mutex_unlock(&s->mtx);
         log_warn("refusing a local connection from process %lld: %s", (long long)cred.pid,
-                 s->stopping ? "stopping" : "too many connections");
+                 stopping ? "stopping" : "too many connections");
         goto fail;
     }
     ls->x.id = ++s->next_id;
@@ -603,7 +926,7 @@ local_alloc(local_srv **out, const char *path, engine *e, chan_set *cs, const au
     local_srv *s;
 
     *out = NULL;
-    if (strlen(path) >= sizeof(s->path))
+    if (path != NULL && strlen(path) >= sizeof(s->path))
         return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT, "socket path %s is too long",
                            path);
     if ((s = calloc(1, sizeof(*s))) == NULL)
@@ -614,9 +937,14 @@ local_alloc(local_srv **out, const char *path, engine *e, chan_set *cs, const au
         s->key = *key;
         s->has_key = 1;
     }
-    snprintf(s->path, sizeof(s->path), "%s", path);
+    snprintf(s->path, sizeof(s->path), "%s", path != NULL ? path : "");
     pthread_mutex_init(&s->mtx, NULL);
     pthread_cond_init(&s->cv, NULL);
+    s->lsock = -1;
+    if (path == NULL) { /* remote sessions only */
+        *out = s;
+        return A2A_OK;
+    }
     if ((s->lsock = local_bind(path, err, errlen)) < 0) {
         auth_key_wipe(&s->key);
         pthread_cond_destroy(&s->cv);
@@ -642,15 +970,31 @@ local_free(local_srv *s)
     if (s == NULL)
         return;
     __atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
-    shutdown(s->lsock, SHUT_RDWR); /* wakes accept */
-    pthread_join(s->acceptor, NULL);
-    close(s->lsock);
-    unlink(s->path);
+    if (s->lsock >= 0) {
+        shutdown(s->lsock, SHUT_RDWR); /* wakes accept */
+        pthread_join(s->acceptor, NULL);
+        close(s->lsock);
+        unlink(s->path);
+    }
     pthread_mutex_lock(&s->mtx);
-    for (local_sess *ls = s->live; ls != NULL; ls = ls->next)
-        shutdown(ls->sock, SHUT_RDWR); /* wakes its thread, which lets go and ends */
-    while (s->nlive > 0)
+    for (;;) {
+        local_sess *rs = NULL;
+        for (local_sess *ls = s->live; ls != NULL; ls = ls->next)
+            if (ls->sock >= 0)
+                shutdown(ls->sock, SHUT_RDWR); /* wakes its thread, which lets go and ends */
+            else if (ls->rrefs == 0 && rs == NULL)
+                rs = ls;
+        if (rs != NULL) { /* a remote session: no thread of its own */
+            remote_unlink(s, rs);
+            pthread_mutex_unlock(&s->mtx);
+            remote_release(rs);
+            pthread_mutex_lock(&s->mtx);
+            continue;
+        }
+        if (s->nlive == 0)
+            break;
         pthread_cond_wait(&s->cv, &s->mtx);
+    }
     pthread_mutex_unlock(&s->mtx);
     auth_key_wipe(&s->key);
     pthread_cond_destroy(&s->cv);

@@ -62,9 +62,8 @@ serve(const cfg_cluster *cfg, const char *name)
         secure_fini(&sec);
         return 1;
     }
-    if (w->socket[0] != '\0' &&
-        local_alloc(&loc, w->socket, e, chans, sec.has_key ? &sec.key : NULL, err, sizeof(err)) !=
-            A2A_OK) {
+    if (local_alloc(&loc, w->socket[0] != '\0' ? w->socket : NULL, e, chans,
+                    sec.has_key ? &sec.key : NULL, err, sizeof(err)) != A2A_OK) {
         fprintf(stderr, "a2a-worker: %s\n", err);
         chan_set_free(chans);
         engine_free(e);
@@ -73,7 +72,8 @@ serve(const cfg_cluster *cfg, const char *name)
     }
     env.e = e;
     env.chans = chans;
-    env.socket = loc != NULL ? w->socket : NULL;
+    env.socket = w->socket[0] != '\0' ? w->socket : NULL;
+    env.local = loc;
     methods = api_methods(&nmethods);
     if (rpc_server_alloc(&srv, w->url, methods, nmethods, &env, API_THREADS, &sec.server, err,
                          sizeof(err)) != A2A_OK) {
@@ -88,7 +88,7 @@ serve(const cfg_cluster *cfg, const char *name)
     fflush(stdout);
     log_info("worker %s: ranks %lld..%lld, api %s, links %s, local socket %s", name,
              (long long)w->first_rank, (long long)(w->first_rank + w->ranks - 1),
-             rpc_server_url(srv), engine_data_url(e), loc != NULL ? w->socket : "none");
+             rpc_server_url(srv), engine_data_url(e), env.socket != NULL ? env.socket : "none");
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
