@@ -14,7 +14,9 @@
 #  4. builds a2a:latest from docker/Dockerfile (a context of the folders the
 #     build reads, the classic builder: no frontend image to pull);
 #  5. brings up coordinator, node-a, node-b and waits until all three are
-#     healthy; runs job-a and job-b (the sidecars): 4 ranks "verified";
+#     healthy; runs job-a and job-b (the sidecars): 4 ranks "verified"; then
+#     job-a and job-remote-b (node-b's ranks without its socket volume: remote
+#     mode): 4 ranks verified, 2 of them in remote mode;
 #  6. runs loop-a and loop-b (profile test: exchange_check loop, verified
 #     operations), `docker kill`s node-b's container under them: node-a's ranks
 #     must get UNAVAILABLE naming node-b within 10 s; `docker start`s it; the
@@ -60,7 +62,8 @@ compose() {
 
 cleanup() {
     if command -v docker-compose >/dev/null 2>&1 && [ -S /var/run/docker.sock ]; then
-        MAX=120 compose --profile test down -v --remove-orphans >"$work/down-final.log" 2>&1
+        MAX=120 compose --profile test --profile remote down -v --remove-orphans \
+            >"$work/down-final.log" 2>&1
     fi
     if [ -n "$dockerd_pid" ]; then
         say "stopping the dockerd this test started (pid $dockerd_pid)"
@@ -206,6 +209,18 @@ for s in coordinator node-a node-b; do
     say "  $s runs as $u, cap_add/pid mode: $caps"
 done
 demo "the sidecars"
+# the remote job: node-b's ranks from a container without node-b's socket volume
+compose --profile remote up -d --no-deps --no-build job-a job-remote-b >"$work/remote-up.log" 2>&1 ||
+    { cat "$work/remote-up.log"; fail "starting job-a and job-remote-b"; }
+ra=$(MAX=120 bounded "$DOCKER" wait "$(cid job-a)")
+rr=$(MAX=120 bounded "$DOCKER" wait "$(compose --profile remote ps -q job-remote-b)")
+compose --profile remote logs --no-color job-a job-remote-b >"$work/remote.log" 2>&1
+n=$(grep -c "| verified" "$work/remote.log")
+m=$(grep -c "remote mode" "$work/remote.log")
+grep -m1 "remote mode" "$work/remote.log" | sed 's/^[^|]*| */  /'
+[ "$ra" = 0 ] && [ "$rr" = 0 ] && [ "$n" = 4 ] && [ "$m" = 2 ] ||
+    fail "remote job: job-a exit $ra, job-remote-b exit $rr, $n of 4 verified, $m of 2 remote"
+say "a remote job: job-remote-b's 2 ranks in remote mode, 4 ranks verified"
 
 # ---- 6. a worker killed under a loop of verified operations ----
 LOOP_SECONDS=30
@@ -246,7 +261,8 @@ done
 say "the loops went on after node-b came back; no other container was restarted"
 
 # ---- 7. TLS ----
-compose --profile test down -v >"$work/down-plain.log" 2>&1 || fail "docker-compose down"
+compose --profile test --profile remote down -v >"$work/down-plain.log" 2>&1 ||
+    fail "docker-compose down"
 mkdir -p "$work/tls"
 docker/make-certs.sh "$work/tls" >/dev/null 2>&1 || fail "make-certs.sh"
 # uid 10001 (services) and 10002 (jobs, group 10001) read the key
@@ -261,7 +277,8 @@ say "TLS: coordinator, node-a, node-b healthy ($(docker inspect -f '{{range .Con
 demo "TLS"
 
 # ---- 8. down leaves nothing ----
-compose --profile test down -v --remove-orphans >"$work/down.log" 2>&1 || fail "docker-compose down -v"
+compose --profile test --profile remote down -v --remove-orphans >"$work/down.log" 2>&1 ||
+    fail "docker-compose down -v"
 label=com.docker.compose.project=$PROJECT
 left_c=$(docker ps -aq --filter "label=$label")
 left_n=$(docker network ls -q --filter "label=$label")
