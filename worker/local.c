@@ -837,8 +837,9 @@ local_admit(local_srv *s, int fd)
     s->nlive++;
     if (!ls->proved)
         s->nunproved++;
+    uint64_t id = ls->x.id; /* ls is its thread's from here: it may end and free it */
     pthread_mutex_unlock(&s->mtx);
-    log_debug("session %llu: process %lld uid %lld connected", (unsigned long long)ls->x.id,
+    log_debug("session %llu: process %lld uid %lld connected", (unsigned long long)id,
               (long long)cred.pid, (long long)cred.uid);
     return;
 fail:
