@@ -199,7 +199,7 @@ chan_map(uint8_t **mem, int fd, uint64_t len, char *err, size_t errlen)
     void *p;
 
     *mem = NULL;
-    if ((st = shm_map_fd(fd, len, "channel", &p, err, errlen)) != A2A_OK)
+    if ((st = shm_map_fd(fd, len, "channel", 1, &p, err, errlen)) != A2A_OK)
         return st;
     if (shmchan_check(p, (size_t)len, err, errlen) != 0) {
         munmap(p, (size_t)len);

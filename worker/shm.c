@@ -97,7 +97,8 @@ shm_check_memfd(int fd, uint64_t len, const char *what, char *err, size_t errlen
 }
 
 a2a_status
-shm_map_fd(int fd, uint64_t len, const char *what, void **out, char *err, size_t errlen)
+shm_map_fd(int fd, uint64_t len, const char *what, int populate, void **out, char *err,
+           size_t errlen)
 {
     a2a_status st;
     void *p;
@@ -107,7 +108,8 @@ shm_map_fd(int fd, uint64_t len, const char *what, void **out, char *err, size_t
         return st;
     if (len > SIZE_MAX)
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "%s: too large", what);
-    p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0),
+             fd, 0);
     if (p == MAP_FAILED)
         return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT, "%s: cannot map the memfd: %s",
                            what, strerror(errno));
@@ -126,7 +128,7 @@ shm_map(xfer_sess *s, int fd, uint64_t addr, uint64_t len, char *err, size_t err
         return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
                            "buffer at 0x%llx of %llu bytes wraps around", (unsigned long long)addr,
                            (unsigned long long)len);
-    if ((st = shm_map_fd(fd, len, "shared buffer", &p, err, errlen)) != A2A_OK)
+    if ((st = shm_map_fd(fd, len, "shared buffer", 0, &p, err, errlen)) != A2A_OK)
         return st;
     if ((m = calloc(1, sizeof(*m))) == NULL) {
         munmap(p, (size_t)len);

@@ -20,8 +20,11 @@ struct eng_map;
  */
 a2a_status shm_check_memfd(int fd, uint64_t len, const char *what, char *err, size_t errlen);
 
-/* shm_map_fd checks fd and maps its len bytes (MAP_SHARED, populated) into *out. */
-a2a_status shm_map_fd(int fd, uint64_t len, const char *what, void **out, char *err, size_t errlen);
+/* shm_map_fd checks fd and maps its len bytes (MAP_SHARED; populate: MAP_POPULATE too, for
+ * small mappings used at once; a large buffer's pages that the job never touched would be
+ * allocated, and zeroed, for nothing) into *out. */
+a2a_status shm_map_fd(int fd, uint64_t len, const char *what, int populate, void **out, char *err,
+                      size_t errlen);
 
 /* shm_map maps fd (the caller keeps it) as s's buffer at addr in the job's view, len bytes. */
 a2a_status shm_map(xfer_sess *s, int fd, uint64_t addr, uint64_t len, char *err, size_t errlen);
