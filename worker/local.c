@@ -404,9 +404,10 @@ remote_sweep(local_srv *s)
     pthread_mutex_unlock(&s->mtx);
     for (; dead != NULL; dead = next) {
         next = dead->next;
-        log_warn("remote session %llu (world rank %lld): no call for %d s, dropped",
-                 (unsigned long long)dead->x.id, (long long)dead->x.world_rank,
-                 LOCAL_REMOTE_IDLE_MS / 1000);
+        if (dead->last_ms != 0) /* else its job detached */
+            log_warn("remote session %llu (world rank %lld): no call for %d s, dropped",
+                     (unsigned long long)dead->x.id, (long long)dead->x.world_rank,
+                     LOCAL_REMOTE_IDLE_MS / 1000);
         remote_release(dead);
     }
 }
