@@ -28,12 +28,12 @@
 #define LOCAL_FRAME_PREAUTH 4096   /* largest frame before the token is proved */
 #define LOCAL_CLAIM_WAIT_MS 1000   /* how long Attach waits for a closing holder of the rank */
 #define LOCAL_FRAME_MAX (5u << 20) /* largest frame: an RPC body and its envelope */
-#define LOCAL_REMOTE_SLOTS WIRE_REMOTE_SLOTS /* staging areas of a remote session: calls at once \
-                                              */
-#define LOCAL_REMOTE_MAX (1ull << 30)        /* staging bytes a remote session may hold here */
-#define LOCAL_REMOTE_IDLE_MS 30000 /* a remote session without calls this long is dropped */
-#define LOCAL_REMOTE_SLOT_SPAN WIRE_REMOTE_SLOT_SPAN /* job-view address of slot i: (i+1) * this \
-                                                      */
+/* remote sessions: staging slots (calls at once), bytes held here for one, idle limit, and the
+ * job-view address of slot i, (i + 1) * LOCAL_REMOTE_SLOT_SPAN */
+#define LOCAL_REMOTE_SLOTS WIRE_REMOTE_SLOTS
+#define LOCAL_REMOTE_MAX (1ull << 30)
+#define LOCAL_REMOTE_IDLE_MS 30000
+#define LOCAL_REMOTE_SLOT_SPAN WIRE_REMOTE_SLOT_SPAN
 
 typedef struct local_srv local_srv;
 
