@@ -34,7 +34,7 @@ static const char *const cfg_top_keys[] = {"coordinator", "security", "workers",
 static const char *const cfg_coord_keys[] = {"url", NULL};
 static const char *const cfg_security_keys[] = {"token_file", "tls", NULL};
 static const char *const cfg_tls_keys[] = {"cert", "key", "ca", NULL};
-static const char *const cfg_worker_keys[] = {"name", "url", "data_url", "ranks", NULL};
+static const char *const cfg_worker_keys[] = {"name", "url", "data_url", "socket", "ranks", NULL};
 static const char *const cfg_group_keys[] = {"name", "ranks", NULL};
 
 static a2a_status
@@ -355,6 +355,13 @@ cfg_load_worker(cfg_ctx *x, yaml_node_t *n, cfg_worker *w, cfg_name_ref *ref)
     if ((r = cfg_need(x, n, "worker", "data_url", &v)) != A2A_OK ||
         (r = cfg_url(x, v, "data_url", w->data_url)) != A2A_OK)
         return r;
+    if ((v = cfg_get(x, n, "socket")) != NULL && !cfg_is_null(v)) {
+        if ((r = cfg_path(x, v, "socket", w->socket, CFG_SOCKET_MAX + 1)) != A2A_OK)
+            return r;
+        if (w->socket[0] != '/')
+            return cfg_fail(x, v->start_mark, "\"socket\" must be an absolute path, got %s",
+                            cfg_quote(buf, sizeof(buf), w->socket, strlen(w->socket)));
+    }
     if ((r = cfg_need(x, n, "worker", "ranks", &v)) != A2A_OK ||
         (r = cfg_int(x, v, "ranks", &w->ranks)) != A2A_OK)
         return r;

@@ -11,13 +11,15 @@
 #define CFG_URL_MAX 255
 #define CFG_PATH_MAX 1023
 #define CFG_MAX_RANKS 65536 /* world size limit */
+#define CFG_SOCKET_MAX 107  /* a Unix socket path: sizeof(sun_path) - 1 */
 
 typedef struct {
     char name[CFG_WORKER_NAME_MAX + 1];
-    char url[CFG_URL_MAX + 1];      /* the worker API */
-    char data_url[CFG_URL_MAX + 1]; /* peer links */
-    int64_t ranks;                  /* number of local ranks, >= 1 */
-    int64_t first_rank;             /* world rank of its first local rank */
+    char url[CFG_URL_MAX + 1];       /* the worker API */
+    char data_url[CFG_URL_MAX + 1];  /* peer links */
+    char socket[CFG_SOCKET_MAX + 1]; /* local jobs (Unix socket, absolute path); "" when absent */
+    int64_t ranks;                   /* number of local ranks, >= 1 */
+    int64_t first_rank;              /* world rank of its first local rank */
 } cfg_worker;
 
 typedef struct {

@@ -630,25 +630,18 @@ wire_empty_decode(const uint8_t *buf, size_t len, char *err, size_t errlen)
 static int
 pack_job(msgpack_packer *pk, const wire_job_id *j)
 {
-    return msgpack_pack_array(pk, 5) || msgpack_pack_int64(pk, j->world_rank) ||
-                   msgpack_pack_int64(pk, j->pid) || msgpack_pack_uint64(pk, j->probe_addr) ||
-                   msgpack_pack_uint64(pk, j->nonce[0]) || msgpack_pack_uint64(pk, j->nonce[1])
-               ? -1
-               : 0;
+    return msgpack_pack_array(pk, 1) || msgpack_pack_int64(pk, j->world_rank) ? -1 : 0;
 }
 
 static int
 job_decode(wire_job_id *j, const msgpack_object *o, char *err, size_t errlen)
 {
     const msgpack_object *f;
-    if (wire_array(o, 5, 0, "job", err, errlen) != 0)
+    j->sess = NULL;
+    if (wire_array(o, 1, 0, "job", err, errlen) != 0)
         return -1;
     f = o->via.array.ptr;
-    if (wire_i64(&j->world_rank, &f[0], "job rank", err, errlen) != 0 ||
-        wire_i64(&j->pid, &f[1], "job pid", err, errlen) != 0 ||
-        wire_u64(&j->probe_addr, &f[2], "job probe", err, errlen) != 0 ||
-        wire_u64(&j->nonce[0], &f[3], "job nonce", err, errlen) != 0 ||
-        wire_u64(&j->nonce[1], &f[4], "job nonce", err, errlen) != 0)
+    if (wire_i64(&j->world_rank, &f[0], "job rank", err, errlen) != 0)
         return -1;
     if (j->world_rank < 0 || j->world_rank >= CFG_MAX_RANKS)
         return msg_fail(err, errlen, "world rank %lld is out of range", (long long)j->world_rank);
@@ -683,9 +676,8 @@ wire_hello_reply_encode(msgpack_sbuffer *sb, const wire_hello_reply *h)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    return msgpack_pack_array(&pk, 4) || pack_str(&pk, h->worker) ||
-                   msgpack_pack_int64(&pk, h->pid) || msgpack_pack_int64(&pk, h->world_size) ||
-                   msgpack_pack_uint64(&pk, h->direct)
+    return msgpack_pack_array(&pk, 3) || pack_str(&pk, h->worker) ||
+                   msgpack_pack_int64(&pk, h->world_size) || pack_str(&pk, h->socket)
                ? -1
                : 0;
 }
@@ -698,12 +690,43 @@ wire_hello_reply_decode(wire_hello_reply *h, const uint8_t *buf, size_t len, cha
     int rc = -1;
 
     memset(h, 0, sizeof(*h));
-    if (frame_open(&fr, buf, len, 4, "hello reply", err, errlen) != 0)
+    if (frame_open(&fr, buf, len, 3, "hello reply", err, errlen) != 0)
         return -1;
     if (wire_str(h->worker, CFG_WORKER_NAME_MAX, &fr.f[0], "worker", err, errlen) == 0 &&
-        wire_i64(&h->pid, &fr.f[1], "pid", err, errlen) == 0 &&
-        wire_i64(&h->world_size, &fr.f[2], "world size", err, errlen) == 0 &&
-        wire_u64(&h->direct, &fr.f[3], "direct", err, errlen) == 0)
+        wire_i64(&h->world_size, &fr.f[1], "world size", err, errlen) == 0 &&
+        wire_str(h->socket, CFG_SOCKET_MAX, &fr.f[2], "socket", err, errlen) == 0)
+        rc = 0;
+    frame_close(&fr);
+    return rc;
+}
+
+int
+wire_attach_reply_encode(msgpack_sbuffer *sb, const wire_attach_reply *r)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    return msgpack_pack_array(&pk, 5) || pack_str(&pk, r->worker) ||
+                   msgpack_pack_int64(&pk, r->world_size) || msgpack_pack_int64(&pk, r->pid) ||
+                   msgpack_pack_int64(&pk, r->uid) || msgpack_pack_uint64(&pk, r->session)
+               ? -1
+               : 0;
+}
+
+int
+wire_attach_reply_decode(wire_attach_reply *r, const uint8_t *buf, size_t len, char *err,
+                         size_t errlen)
+{
+    wire_frame fr;
+    int rc = -1;
+
+    memset(r, 0, sizeof(*r));
+    if (frame_open(&fr, buf, len, 5, "attach reply", err, errlen) != 0)
+        return -1;
+    if (wire_str(r->worker, CFG_WORKER_NAME_MAX, &fr.f[0], "worker", err, errlen) == 0 &&
+        wire_i64(&r->world_size, &fr.f[1], "world size", err, errlen) == 0 &&
+        wire_i64(&r->pid, &fr.f[2], "pid", err, errlen) == 0 &&
+        wire_i64(&r->uid, &fr.f[3], "uid", err, errlen) == 0 &&
+        wire_u64(&r->session, &fr.f[4], "session", err, errlen) == 0)
         rc = 0;
     frame_close(&fr);
     return rc;
@@ -840,6 +863,41 @@ wire_a2av_reply_decode(int64_t *next, const uint8_t *buf, size_t len, char *err,
     return rc;
 }
 
+int
+wire_remote_encode(msgpack_sbuffer *sb, const wire_remote *r)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    return msgpack_pack_array(&pk, 7) || msgpack_pack_uint64(&pk, r->session) ||
+                   msgpack_pack_uint64(&pk, r->key[0]) || msgpack_pack_uint64(&pk, r->key[1]) ||
+                   msgpack_pack_uint64(&pk, r->slot) || msgpack_pack_uint64(&pk, r->offset) ||
+                   msgpack_pack_uint64(&pk, r->len) ||
+                   pack_bin(&pk, r->data != NULL ? r->data : (const uint8_t *)"", r->data_len)
+               ? -1
+               : 0;
+}
+
+int
+wire_remote_decode(wire_remote *r, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+    wire_frame fr;
+    int rc = -1;
+
+    memset(r, 0, sizeof(*r));
+    if (frame_open(&fr, buf, len, 7, "remote request", err, errlen) != 0)
+        return -1;
+    if (wire_u64(&r->session, &fr.f[0], "session", err, errlen) == 0 &&
+        wire_u64(&r->key[0], &fr.f[1], "key", err, errlen) == 0 &&
+        wire_u64(&r->key[1], &fr.f[2], "key", err, errlen) == 0 &&
+        wire_u64(&r->slot, &fr.f[3], "slot", err, errlen) == 0 &&
+        wire_u64(&r->offset, &fr.f[4], "offset", err, errlen) == 0 &&
+        wire_u64(&r->len, &fr.f[5], "length", err, errlen) == 0 &&
+        wire_bin(&r->data, &r->data_len, WIRE_BODY_MAX, &fr.f[6], "data", err, errlen) == 0)
+        rc = 0;
+    frame_close(&fr);
+    return rc;
+}
+
 void
 wire_a2av_fini(wire_a2av *a)
 {
@@ -916,8 +974,8 @@ wire_buffer_encode(msgpack_sbuffer *sb, const wire_buffer *b)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    return msgpack_pack_array(&pk, 4) || pack_job(&pk, &b->job) || msgpack_pack_int64(&pk, b->fd) ||
-                   msgpack_pack_uint64(&pk, b->addr) || msgpack_pack_uint64(&pk, b->len)
+    return msgpack_pack_array(&pk, 2) || msgpack_pack_uint64(&pk, b->addr) ||
+                   msgpack_pack_uint64(&pk, b->len)
                ? -1
                : 0;
 }
@@ -929,15 +987,11 @@ wire_buffer_decode(wire_buffer *b, const uint8_t *buf, size_t len, char *err, si
     int rc = -1;
 
     memset(b, 0, sizeof(*b));
-    if (frame_open(&fr, buf, len, 4, "buffer", err, errlen) != 0)
+    if (frame_open(&fr, buf, len, 2, "buffer", err, errlen) != 0)
         return -1;
-    if (job_decode(&b->job, &fr.f[0], err, errlen) == 0 &&
-        wire_i64(&b->fd, &fr.f[1], "fd", err, errlen) == 0 &&
-        wire_u64(&b->addr, &fr.f[2], "address", err, errlen) == 0 &&
-        wire_u64(&b->len, &fr.f[3], "length", err, errlen) == 0)
+    if (wire_u64(&b->addr, &fr.f[0], "address", err, errlen) == 0 &&
+        wire_u64(&b->len, &fr.f[1], "length", err, errlen) == 0)
         rc = 0;
-    if (rc == 0 && (b->fd < -1 || b->fd > INT32_MAX))
-        rc = msg_fail(err, errlen, "fd %lld is out of range", (long long)b->fd);
     frame_close(&fr);
     return rc;
 }

@@ -176,21 +176,35 @@ int wire_bins_decode(uint8_t (*out)[WIRE_BIN32], size_t n, const uint8_t *buf, s
 
 /* ---- worker API bodies ---- */
 
-/* Who a job is, and how the worker may reach its memory. */
+struct xfer_sess;
+
+/* Who a job is: on the wire only its world rank ([world_rank]). */
 typedef struct {
     int64_t world_rank;
-    int64_t pid;         /* the job's process id */
-    uint64_t probe_addr; /* address of 16 bytes of nonce in the job */
-    uint64_t nonce[2];   /* their value: a worker that reads them back shares the host */
+    /* the job's local session (worker/xfer.h), whose memory the call uses: set by the worker
+     * for calls that come on that session, never decoded from a message (NULL) */
+    struct xfer_sess *sess;
 } wire_job_id;
 
-/* Hello reply: the worker's side. */
+/* Hello reply: the worker's side, and where a job on its host hands its memory over. */
 typedef struct {
     char worker[CFG_WORKER_NAME_MAX + 1];
-    int64_t pid;
     int64_t world_size;
-    uint64_t direct; /* 1 when the worker reads and writes the job's memory itself */
+    char socket[CFG_SOCKET_MAX + 1]; /* the worker's Unix socket (config "socket"), or "" */
 } wire_hello_reply;
+
+/* Attach reply (the local socket): the worker, and who the kernel says the caller is. */
+typedef struct {
+    char worker[CFG_WORKER_NAME_MAX + 1];
+    int64_t world_size;
+    int64_t pid; /* SO_PEERCRED, in the worker's PID namespace */
+    int64_t uid;
+    uint64_t session;
+} wire_attach_reply;
+
+int wire_attach_reply_encode(msgpack_sbuffer *sb, const wire_attach_reply *r);
+int wire_attach_reply_decode(wire_attach_reply *r, const uint8_t *buf, size_t len, char *err,
+                             size_t errlen);
 
 int wire_job_id_encode(msgpack_sbuffer *sb, const wire_job_id *j);
 int wire_job_id_decode(wire_job_id *j, const uint8_t *buf, size_t len, char *err, size_t errlen);
@@ -234,16 +248,39 @@ typedef struct {
 int wire_a2av_reply_encode(msgpack_sbuffer *sb, int64_t next);
 int wire_a2av_reply_decode(int64_t *next, const uint8_t *buf, size_t len, char *err, size_t errlen);
 
-/* MapBuffer / UnmapBuffer request: memory of the job (a memfd, by its fd number) to map. */
+/* MapBuffer / UnmapBuffer / OpenChannel request on the local socket: [addr, len]; the memfd
+ * itself comes with the message (SCM_RIGHTS), never as a number. */
 typedef struct {
-    wire_job_id job;
-    int64_t fd;    /* the job's descriptor of the memfd; -1 for UnmapBuffer */
-    uint64_t addr; /* where the job mapped it */
+    uint64_t addr; /* where the job mapped it (its own view; the worker keys nothing else by it) */
     uint64_t len;
 } wire_buffer;
 
 int wire_buffer_encode(msgpack_sbuffer *sb, const wire_buffer *b);
 int wire_buffer_decode(wire_buffer *b, const uint8_t *buf, size_t len, char *err, size_t errlen);
+
+/*
+ * The remote-job methods on the TCP API (RemoteAttach, RemoteReserve,
+ * RemotePut, RemoteGet, RemoteCall, RemoteDetach), one form for all:
+ * [session, key0, key1, slot, offset, length, bin]. A remote session is named
+ * by its number and its 128-bit key (a capability RemoteAttach hands out);
+ * slot picks one of its staging areas, offset and length a range in it; bin
+ * carries data (RemotePut, RemoteGet's reply) or RemoteCall's wire_a2av.
+ */
+#define WIRE_REMOTE_CHUNK (1u << 20)       /* bytes of data per RemotePut / RemoteGet */
+#define WIRE_REMOTE_SLOT_SPAN (1ull << 40) /* the address of slot i in calls: (i + 1) * this */
+#define WIRE_REMOTE_SLOTS 16               /* slots of a session: its calls at once */
+typedef struct {
+    uint64_t session;
+    uint64_t key[2];
+    uint64_t slot;
+    uint64_t offset;
+    uint64_t len;
+    const uint8_t *data; /* decoded: points into the message */
+    size_t data_len;
+} wire_remote;
+
+int wire_remote_encode(msgpack_sbuffer *sb, const wire_remote *r);
+int wire_remote_decode(wire_remote *r, const uint8_t *buf, size_t len, char *err, size_t errlen);
 
 int wire_a2av_encode(msgpack_sbuffer *sb, const wire_a2av *a);
 int wire_a2av_decode(wire_a2av *a, const uint8_t *buf, size_t len, char *err, size_t errlen);

@@ -56,6 +56,16 @@ typedef struct a2a_job a2a_job; /* one rank's handle on its host's worker */
 a2a_status a2a_job_open(a2a_job **job, const char *worker_url, int64_t world_rank);
 void a2a_job_close(a2a_job *job);
 const char *a2a_job_error(const a2a_job *job);
+
+/* How a job's memory reaches its worker (a2a_job_mode). */
+typedef enum {
+    A2A_MODE_LOCAL = 0, /* handed over as memfds on the worker's Unix socket: the same kernel */
+    A2A_MODE_REMOTE = 1 /* no shared kernel: the slices travel over the job's TCP connection */
+} a2a_mode;
+
+/* a2a_job_mode returns the mode a2a_job_open settled on ($A2A_JOB_MODE=local|remote picks one;
+ * by default local when the worker's socket can be reached, else remote). */
+a2a_mode a2a_job_mode(const a2a_job *job);
 const char *a2a_status_name(a2a_status status);
 size_t a2a_dtype_size(a2a_dtype dtype);
 

@@ -14,6 +14,10 @@
 #             A2A_FUZZ_SECONDS (default 30) each
 #   valgrind  every unit test executable (build/tests/test_*) under valgrind
 #   style     clang-format --dry-run -Werror on every tracked .c and .h
+#   docker    docker/docker-compose.yml under a real Docker engine
+#             (tests/docker/test_docker.sh: installs docker.io, starts dockerd
+#             when none runs, builds debian:12 with debootstrap when absent);
+#             skipped with one line where dockerd cannot start
 #
 #   --quick   only build and style
 #   --only    only the named stages
@@ -25,7 +29,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 
-ALL_STAGES=(build asan tsan fuzz valgrind style)
+ALL_STAGES=(build asan tsan fuzz valgrind style docker)
 STAGES=("${ALL_STAGES[@]}")
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -40,7 +44,7 @@ while [ $# -gt 0 ]; do
         shift
         ;;
     -h | --help)
-        sed -n '2,22s/^# \{0,1\}//p' "$0"
+        sed -n '2,26s/^# \{0,1\}//p' "$0"
         exit 0
         ;;
     *)
@@ -186,6 +190,12 @@ stage_style() {
     echo "clang-format: not formatted: $bad"
     echo "fix with: clang-format -i $bad"
     return 1
+}
+
+stage_docker() {
+    # bounded inside (A2A_DOCKER_SECONDS, default 1800); the outer timeout is a backstop
+    timeout -k 10 "$((${A2A_DOCKER_SECONDS:-1800} + 120))" "$ROOT/tests/docker/test_docker.sh" \
+        </dev/null
 }
 
 # ---- running them ----

@@ -250,9 +250,21 @@ wait_url(proc *p, int ms, int show)
 
 static const char *token_file; /* --token-file: security.token_file of the cluster */
 
+/* socket_path names worker w's local socket: in tmpdir, or in /tmp when tmpdir is too long. */
+static void
+socket_path(char *out, size_t len, int w)
+{
+    if (strlen(tmpdir) + 16 <= 107)
+        snprintf(out, len, "%s/w%d.sock", tmpdir, w);
+    else
+        snprintf(out, len, "/tmp/a2a-launch-%d-w%d.sock", (int)getpid(), w);
+}
+
 static int
 write_config(const char *path, int workers, int rpw, const int *ports)
 {
+    char sock[PATH_MAX];
+
     FILE *f = fopen(path, "w");
     if (f == NULL)
         return -1;
@@ -260,11 +272,13 @@ write_config(const char *path, int workers, int rpw, const int *ports)
     if (token_file != NULL)
         fprintf(f, "security:\n  token_file: \"%s\"\n", token_file);
     fprintf(f, "workers:\n");
-    for (int w = 0; w < workers; w++)
+    for (int w = 0; w < workers; w++) {
+        socket_path(sock, sizeof(sock), w);
         fprintf(f,
                 "  - name: w%d\n    url: tcp://127.0.0.1:%d\n    data_url: tcp://127.0.0.1:%d\n"
-                "    ranks: %d\n",
-                w, ports[1 + 2 * w], ports[2 + 2 * w], rpw);
+                "    socket: \"%s\"\n    ranks: %d\n",
+                w, ports[1 + 2 * w], ports[2 + 2 * w], sock, rpw);
+    }
     return fclose(f);
 }
 
@@ -437,6 +451,11 @@ main(int argc, char **argv)
     if (interrupted && status == 1)
         status = 128 + interrupted;
     stop_range(0, nprocs, 5000);
+    for (int w = 0; w < workers; w++) { /* a worker that was killed left its socket file */
+        char sock[PATH_MAX];
+        socket_path(sock, sizeof(sock), w);
+        unlink(sock);
+    }
     if (keep == NULL) {
         unlink(cfg);
         rmdir(tmpdir);

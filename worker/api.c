@@ -1,4 +1,9 @@
-/* api.c - the worker API: Hello, group management, AllToAllV and OpenChannel (chan.c). */
+/*
+ * api.c - the worker API on its url: Hello, group management, Health. Calls
+ * that touch a job's memory (MapBuffer, OpenChannel, AllToAllV) come only on
+ * the job's local session (local.c), where the memory arrives as descriptors;
+ * here they are refused.
+ */
 #include "api.h"
 
 #include <stdio.h>
@@ -6,10 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/shmchan.h"
 #include "common/wire.h"
-#include "shm.h"
-#include "xfer.h"
 
 static int64_t api_start_ms;
 
@@ -28,7 +30,8 @@ m_hello(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
     engine *e = ((api_env *)arg)->e;
     wire_job_id j;
-    wire_hello_reply h = {.pid = getpid()};
+    api_env *env = arg;
+    wire_hello_reply h = {0};
     a2a_status st;
 
     if (wire_job_id_decode(&j, body, len, ctx->message, sizeof(ctx->message)) != 0)
@@ -37,7 +40,7 @@ m_hello(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
         return st;
     snprintf(h.worker, sizeof(h.worker), "%s", engine_name(e));
     h.world_size = engine_world_size(e);
-    h.direct = (uint64_t)xfer_probe((pid_t)j.pid, j.probe_addr, j.nonce);
+    snprintf(h.socket, sizeof(h.socket), "%s", env->socket != NULL ? env->socket : "");
     if (wire_hello_reply_encode(ctx->body, &h) != 0)
         return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     return A2A_OK;
@@ -103,20 +106,19 @@ m_destroy(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
     return m_group(arg, ctx, body, len, "DestroyGroup");
 }
 
+/* m_local refuses a call that needs the job's memory: only its local session carries that. */
 static a2a_status
-m_alltoallv(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+m_local(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
-    engine *e = ((api_env *)arg)->e;
-    wire_a2av a;
-    int64_t next = -1;
-    a2a_status st;
-
-    if (wire_a2av_decode(&a, body, len, ctx->message, sizeof(ctx->message)) != 0)
-        return A2A_ERR_INVALID_ARGUMENT;
-    st = engine_alltoallv(e, &a, &next, ctx->message, sizeof(ctx->message));
-    wire_a2av_fini(&a);
-    wire_a2av_reply_encode(ctx->body, next); /* with a failure too */
-    return st;
+    api_env *env = arg;
+    (void)body;
+    (void)len;
+    return rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED,
+                    "worker %s takes a job's memory only on its local socket%s%s (liba2a connects "
+                    "there by itself)",
+                    engine_name(env->e), env->socket != NULL ? " " : "",
+                    env->socket != NULL ? env->socket
+                                        : " (none configured: \"socket\" in the YAML)");
 }
 
 static a2a_status
@@ -137,52 +139,58 @@ m_health(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 }
 
 static a2a_status
-m_buffer(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+m_remote_attach(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
-    engine *e = ((api_env *)arg)->e;
-    wire_buffer b;
-    a2a_status st;
-
-    if (wire_buffer_decode(&b, body, len, ctx->message, sizeof(ctx->message)) != 0)
-        return A2A_ERR_INVALID_ARGUMENT;
-    if ((st = check_job(e, ctx, &b.job)) != A2A_OK)
-        return st;
-    if (!xfer_probe((pid_t)b.job.pid, b.job.probe_addr, b.job.nonce))
-        return rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED, "cannot reach the memory of process %lld",
-                        (long long)b.job.pid);
-    st = b.fd >= 0 ? shm_map(e, (pid_t)b.job.pid, (int)b.fd, b.addr, b.len, ctx->message,
-                             sizeof(ctx->message))
-                   : shm_unmap(e, (pid_t)b.job.pid, b.addr, ctx->message, sizeof(ctx->message));
-    if (st == A2A_OK)
-        wire_empty_encode(ctx->body);
-    return st;
+    return local_remote_attach(((api_env *)arg)->local, ctx, body, len);
 }
 
-/* m_open_channel maps a job's channel (OpenChannel: a wire_buffer body) and answers our pid. */
 static a2a_status
-m_open_channel(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+m_remote_detach(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
-    api_env *env = arg;
-    wire_buffer b;
-    a2a_status st;
+    return local_remote_detach(((api_env *)arg)->local, ctx, body, len);
+}
 
-    if (wire_buffer_decode(&b, body, len, ctx->message, sizeof(ctx->message)) != 0)
-        return A2A_ERR_INVALID_ARGUMENT;
-    if ((st = check_job(env->e, ctx, &b.job)) != A2A_OK)
-        return st;
-    if (!xfer_probe((pid_t)b.job.pid, b.job.probe_addr, b.job.nonce))
-        return rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED, "cannot reach the memory of process %lld",
-                        (long long)b.job.pid);
-    st = chan_open(env->chans, &b.job, b.fd, b.addr, b.len, ctx->message, sizeof(ctx->message));
-    if (st == A2A_OK && shmchan_open_reply_encode(ctx->body, (int64_t)getpid()) != 0)
-        return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
-    return st;
+static a2a_status
+m_remote_reserve(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    return local_remote_reserve(((api_env *)arg)->local, ctx, body, len);
+}
+
+static a2a_status
+m_remote_put(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    return local_remote_data(((api_env *)arg)->local, ctx, body, len, 1);
+}
+
+static a2a_status
+m_remote_get(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    return local_remote_data(((api_env *)arg)->local, ctx, body, len, 0);
+}
+
+static a2a_status
+m_remote_call(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    return local_remote_call(((api_env *)arg)->local, ctx, body, len);
 }
 
 static const rpc_method api_table[] = {
-    {"MapBuffer", m_buffer},    {"UnmapBuffer", m_buffer}, {"Hello", m_hello},
-    {"GetGroup", m_get},        {"CreateGroup", m_create}, {"DestroyGroup", m_destroy},
-    {"AllToAllV", m_alltoallv}, {"Health", m_health},      {"OpenChannel", m_open_channel},
+    {"MapBuffer", m_local},
+    {"UnmapBuffer", m_local},
+    {"Hello", m_hello},
+    {"GetGroup", m_get},
+    {"CreateGroup", m_create},
+    {"DestroyGroup", m_destroy},
+    {"AllToAllV", m_local},
+    {"Health", m_health},
+    {"OpenChannel", m_local},
+    /* jobs that share no kernel with this worker (local.h) */
+    {"RemoteAttach", m_remote_attach},
+    {"RemoteDetach", m_remote_detach},
+    {"RemoteReserve", m_remote_reserve},
+    {"RemotePut", m_remote_put},
+    {"RemoteGet", m_remote_get},
+    {"RemoteCall", m_remote_call},
 };
 
 const rpc_method *

@@ -4,6 +4,7 @@
 
 #include "chan.h"
 #include "engine.h"
+#include "local.h"
 #include "server/rpc.h"
 
 #define API_THREADS 64 /* calls served at once: one per blocked job thread */
@@ -12,6 +13,8 @@
 typedef struct {
     engine *e;
     chan_set *chans;
+    const char *socket; /* the local socket's path, or NULL */
+    local_srv *local;   /* local and remote sessions */
 } api_env;
 
 /* api_methods returns the method table; the handlers take an api_env as their argument. */

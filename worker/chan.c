@@ -1,9 +1,9 @@
 /*
  * chan.c - job channels, the worker's side: a2a_all_to_all_v without an RPC.
  *
- * A job opens a channel with the OpenChannel RPC (api.c): a memfd of
- * SHMCHAN_SIZE bytes, sealed against shrinking, that this worker maps from
- * /proc/PID/fd/FD. Its layout (common/shmchan.h):
+ * A job opens a channel with OpenChannel on its local session (local.c): a
+ * memfd of SHMCHAN_SIZE bytes, sealed against shrinking, handed over with
+ * SCM_RIGHTS, that this worker maps. Its layout (common/shmchan.h):
  *
  *   0                   u32 state (futex word: IDLE 0, REQUEST 1, REPLY 2,
  *                       CLOSED 3), u32 version, u64 magic "A2ACHAN1", u64 size
@@ -17,8 +17,9 @@
  *                       recv_counts, recv_displs (n <= 1024)
  *
  * One thread per channel sleeps on the state word (FUTEX_WAIT, shared, at
- * most CHAN_POLL_MS at a time, then checks that the job still exists and
- * that the worker is not stopping). On REQUEST it copies the request into
+ * most CHAN_POLL_MS at a time, then checks that the job's session is still
+ * open and that the worker is not stopping; a session that closes wakes its
+ * channels at once). On REQUEST it copies the request into
  * private memory, checks it (a bad one gets INVALID_ARGUMENT and the channel
  * stays usable), runs engine_alltoallv exactly as the AllToAllV method does
  * with the job id of OpenChannel, writes status and message, moves REQUEST
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -46,7 +48,7 @@ typedef struct chan chan;
 struct chan {
     chan *next;
     chan_set *cs;
-    wire_job_id job; /* from OpenChannel: the rank and process every call runs as */
+    wire_job_id job; /* the session's rank and the session itself: every call runs as them */
     uint8_t *mem;    /* the mapping */
     size_t len;
     pthread_t thread;
@@ -156,9 +158,9 @@ chan_main(void *arg)
         if (chan_stopping(cs))
             break;
         shmchan_wait(c->mem, s, CHAN_POLL_MS);
-        if (shmchan_state(c->mem) == s &&
-            !xfer_probe((pid_t)c->job.pid, c->job.probe_addr, c->job.nonce)) {
-            log_debug("channel of process %lld: the job is gone", (long long)c->job.pid);
+        if (shmchan_state(c->mem) == s && !xfer_probe(c->job.sess)) {
+            log_debug("channel of session %llu: the job is gone",
+                      (unsigned long long)c->job.sess->id);
             break;
         }
     }
@@ -193,23 +195,16 @@ chan_set_alloc(chan_set **out, engine *e)
     return A2A_OK;
 }
 
-/* chan_map opens and maps the job's memfd into *mem. */
+/* chan_map checks and maps the job's memfd into *mem. */
 static a2a_status
-chan_map(uint8_t **mem, pid_t pid, int64_t fd, uint64_t len, char *err, size_t errlen)
+chan_map(uint8_t **mem, int fd, uint64_t len, char *err, size_t errlen)
 {
     a2a_status st;
     void *p;
-    int f;
 
     *mem = NULL;
-    if ((st = shm_open_memfd(pid, fd, len, &f, err, errlen)) != A2A_OK)
+    if ((st = shm_map_fd(fd, len, "channel", 1, &p, err, errlen)) != A2A_OK)
         return st;
-    p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, f, 0);
-    close(f);
-    if (p == MAP_FAILED)
-        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
-                           "cannot map /proc/%d/fd/%lld: %s", (int)pid, (long long)fd,
-                           strerror(errno));
     if (shmchan_check(p, (size_t)len, err, errlen) != 0) {
         munmap(p, (size_t)len);
         return A2A_ERR_INVALID_ARGUMENT;
@@ -227,7 +222,7 @@ chan_admit(chan_set *cs, chan *c, char *err, size_t errlen)
         return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s is stopping",
                            engine_name(cs->e));
     for (chan *x = cs->live; x != NULL; x = x->next)
-        mine += x->job.pid == c->job.pid;
+        mine += x->job.sess == c->job.sess;
     if (cs->nlive >= CHAN_MAX || mine >= CHAN_MAX_PER_JOB)
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
                            "%s has %zu channels open already (limit %d)",
@@ -244,17 +239,16 @@ chan_admit(chan_set *cs, chan *c, char *err, size_t errlen)
 }
 
 a2a_status
-chan_open(chan_set *cs, const wire_job_id *job, int64_t fd, uint64_t addr, uint64_t len, char *err,
-          size_t errlen)
+chan_open(chan_set *cs, xfer_sess *sess, int fd, uint64_t len, char *err, size_t errlen)
 {
     chan *c = NULL;
     a2a_status st;
 
-    (void)addr; /* the worker needs only the descriptor: the job keeps its own view */
     if (len != SHMCHAN_SIZE || fd < 0)
         return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
-                           "a channel is a descriptor and %zu bytes (got fd %lld, %llu bytes)",
-                           (size_t)SHMCHAN_SIZE, (long long)fd, (unsigned long long)len);
+                           "a channel is a memfd of %zu bytes (got %s, %llu bytes)",
+                           (size_t)SHMCHAN_SIZE, fd < 0 ? "no descriptor" : "one",
+                           (unsigned long long)len);
     if ((c = calloc(1, sizeof(*c))) == NULL ||
         (c->counts = malloc(4 * SHMCHAN_MAX_N * sizeof(int64_t))) == NULL) {
         if (c != NULL)
@@ -262,9 +256,10 @@ chan_open(chan_set *cs, const wire_job_id *job, int64_t fd, uint64_t addr, uint6
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     c->cs = cs;
-    c->job = *job;
+    c->job.world_rank = sess->world_rank;
+    c->job.sess = sess;
     c->len = (size_t)len;
-    if ((st = chan_map(&c->mem, (pid_t)job->pid, fd, len, err, errlen)) != A2A_OK) {
+    if ((st = chan_map(&c->mem, fd, len, err, errlen)) != A2A_OK) {
         free(c->counts);
         free(c);
         return st;
@@ -279,9 +274,36 @@ chan_open(chan_set *cs, const wire_job_id *job, int64_t fd, uint64_t addr, uint6
         free(c);
         return st;
     }
-    log_debug("channel of process %lld (rank %lld) opened", (long long)job->pid,
-              (long long)job->world_rank);
+    log_debug("channel of process %lld (rank %lld) opened, session %llu", (long long)sess->pid,
+              (long long)sess->world_rank, (unsigned long long)sess->id);
     return A2A_OK;
+}
+
+void
+chan_close_sess(chan_set *cs, xfer_sess *sess)
+{
+    int mine;
+    if (cs == NULL)
+        return;
+    pthread_mutex_lock(&cs->mtx);
+    for (;;) {
+        mine = 0;
+        for (chan *c = cs->live; c != NULL; c = c->next)
+            if (c->job.sess == sess) {
+                mine = 1;
+                shmchan_wake(c->mem); /* it sees the session closed (xfer_probe) and ends */
+            }
+        if (!mine)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000000L; /* a thread in a call wakes later: look again */
+        if (ts.tv_nsec >= 1000000000L)
+            ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&cs->cv, &cs->mtx, &ts);
+    }
+    chan_reap(cs);
+    pthread_mutex_unlock(&cs->mtx);
 }
 
 void

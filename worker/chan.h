@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "xfer.h"
 
 #define CHAN_MAX 256        /* channels per worker */
 #define CHAN_MAX_PER_JOB 64 /* channels per job process */
@@ -17,12 +18,16 @@ typedef struct chan_set chan_set;
 a2a_status chan_set_alloc(chan_set **out, engine *e);
 
 /*
- * chan_open maps the channel of job (fd in the job's process, len bytes at
- * addr there) and starts its thread. The caller has checked that the job
- * owns a rank of this worker and shares its host.
+ * chan_open maps the channel that the job of session sess handed over (fd,
+ * our descriptor of its memfd, which the caller keeps; len bytes) and starts
+ * its thread, whose calls run as the session's rank on the session's memory.
+ * The caller has checked that the session holds a rank of this worker.
  */
-a2a_status chan_open(chan_set *cs, const wire_job_id *job, int64_t fd, uint64_t addr, uint64_t len,
-                     char *err, size_t errlen);
+a2a_status chan_open(chan_set *cs, xfer_sess *sess, int fd, uint64_t len, char *err, size_t errlen);
+
+/* chan_close_sess closes every channel of sess (its job is gone) and waits for their threads
+ * to end: at once when idle, else once their call is over. */
+void chan_close_sess(chan_set *cs, xfer_sess *sess);
 
 /* chan_set_stop makes every channel thread close its channel and waits for them all to end. */
 void chan_set_stop(chan_set *cs);

@@ -1,15 +1,23 @@
 /*
  * client.c - liba2a: a job's handle on its host's worker (a2a.h).
  *
- * Calls go to the worker over server/'s RPC layer; the worker reads the
- * send buffer and writes the receive buffer of this process itself, so a
- * buffer crosses the job/worker boundary with one copy and no socket.
+ * Group calls go to the worker's url over server/'s RPC layer. Memory goes
+ * only over the worker's local socket (worker/local.c, common/lsock.h): this
+ * process connects there (the kernel tells the worker who we are), proves
+ * the token, claims its rank (Attach) and hands over memfds, never
+ * addresses in memory the worker could reach by itself:
+ *   - buffers from a2a_buffer_alloc (MapBuffer): slices in them move with no
+ *     copy on our side;
+ *   - a staging memfd per calling path for plain buffers: the calling thread
+ *     packs the send slices into it before the call and unpacks the receive
+ *     slices after it (stage_in / stage_out);
+ *   - job channels (OpenChannel): a call is a futex wake-up on shared
+ *     memory (common/shmchan.h, worker/chan.c), one channel per thread in a
+ *     call, kept in a small pool; a group too large for one, a channel the
+ *     worker refuses, or A2A_CHANNEL=0 sends AllToAllV on the socket itself.
+ * When the worker goes away (the socket closes), the next call connects
+ * again and hands everything over anew.
  * Arguments are checked here, before anything leaves the process.
- *
- * a2a_all_to_all_v goes through a job channel when it can (common/shmchan.h,
- * worker/chan.c): shared memory with a futex, one per thread in a call, kept
- * in a small pool; a group too large for it, a channel the worker refuses,
- * or A2A_CHANNEL=0 takes the AllToAllV RPC instead.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,14 +28,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "a2a.h"
 #include "common/args.h"
 #include "common/config.h"
 #include "common/dtype.h"
+#include "common/log.h"
+#include "common/lsock.h"
 #include "common/shmchan.h"
+#include "common/status.h"
 #include "common/wire.h"
 #include "server/rpc.h"
 #include "server/secure.h"
@@ -38,6 +50,10 @@
 #define CLIENT_CHAN_MAX 16        /* channels per job: threads in a call at once */
 #define CLIENT_CHAN_SLICE_MS 100  /* a call on a channel looks at the worker this often */
 #define CLIENT_CHAN_RETRY_MS 1000 /* no new channel for this long after one failed */
+#define CLIENT_LOCAL_RETRY_MS \
+    250 /* no new connection to the socket for this long after one failed */
+#define CLIENT_FRAME_MAX (5u << 20) /* largest reply on the local socket */
+#define CLIENT_STAGE_ALIGN 4096     /* staging sizes and the receive part's offset */
 
 /* The message of the last failed call of one thread on one job. */
 typedef struct job_err {
@@ -54,13 +70,33 @@ typedef struct job_buf {
     int fd;
 } job_buf;
 
+/* A request on the local socket waiting for its reply. */
+typedef struct job_wait {
+    struct job_wait *next;
+    uint64_t id;
+    int done;     /* the reply is in buf, or (err) the session broke */
+    int err;      /* errno */
+    uint8_t *buf; /* the reply frame (malloc'd) */
+    size_t len;
+} job_wait;
+
+/* Staging memory for plain buffers: a memfd the worker maps, [send slices | receive slices]. */
+typedef struct job_stage {
+    struct job_stage *next; /* in job->stages, free */
+    uint8_t *ptr;
+    size_t len;
+    int fd;
+    uint64_t gen; /* the session that has it mapped (job->lgen), 0: none */
+} job_stage;
+
 /* A job channel to the worker (common/shmchan.h), free or used by one call. */
 typedef struct job_chan {
     struct job_chan *next;
     uint8_t *mem; /* SHMCHAN_SIZE bytes of the memfd fd */
     int fd;
-    int64_t worker_pid; /* the process that serves it (OpenChannel's reply) */
-    uint64_t seq;       /* number of the last request */
+    uint64_t gen;    /* the session it was opened on */
+    uint64_t seq;    /* number of the last request */
+    job_stage stage; /* for the plain buffers of its calls */
 } job_chan;
 
 /* The operation number of this job's next call on a group (docs/ARCHITECTURE.md, "Operation
@@ -72,6 +108,8 @@ typedef struct job_opnum {
     int failed;      /* the last call on the group failed */
 } job_opnum;
 
+static void opnum_put(a2a_job *job, const wire_a2av *w, int replied, int64_t next, a2a_status st);
+
 /* A group as this job last resolved it. */
 typedef struct job_group {
     struct job_group *next;
@@ -82,15 +120,41 @@ typedef struct job_group {
 
 struct a2a_job {
     rpc_client *cli;
-    wire_job_id id; /* id.nonce is what the worker reads back from this process */
+    wire_job_id id; /* our world rank */
     int64_t op_timeout_ms;
     char worker[CFG_WORKER_NAME_MAX + 1]; /* its name, from Hello */
     secure sec;                           /* $A2A_TOKEN_FILE, $A2A_TLS_* */
+    /* the local session: lmtx guards everything down to stage. Requests from several threads
+     * are in flight at once; whoever waits and finds no reader reads the replies for all */
+    pthread_mutex_t lmtx;
+    pthread_cond_t lcv;              /* a reply came, the reader left, or the session changed */
+    char socket[CFG_SOCKET_MAX + 1]; /* $A2A_WORKER_SOCKET, or the worker's from Hello */
+    int lsock;                       /* -1: not connected */
+    int lbroken;                     /* shut down: of no further use, closed once nobody reads */
+    int lready;                      /* attached, buffers handed over */
+    int lconnecting;                 /* a thread is connecting */
+    int lreading;                    /* a thread reads replies (lmtx dropped meanwhile) */
+    struct job_wait *lwaits;         /* requests waiting for their replies */
+    uint64_t lgen;                   /* 1, 2, ... per connection; read without lmtx: atomic */
+    uint64_t lreq;                   /* request ids */
+    int64_t lretry_ms;               /* no new connection before this time */
+    int lconnect_errno;              /* why the last connect failed (0: it did not) */
+    wire_attach_reply attach;        /* what the worker said at Attach */
+    struct job_stage *stages;        /* free staging of AllToAllV on the socket (under mtx) */
+    /* remote mode (no shared kernel): the session on the worker, its slots (under mtx) */
+    int remote;
+    wire_remote rsess; /* session and key; rsess_gen counts attaches */
+    uint64_t rsess_gen;
+    uint64_t slot_len[WIRE_REMOTE_SLOTS]; /* bytes the worker holds in each slot */
+    uint64_t slot_gen[WIRE_REMOTE_SLOTS]; /* ... for the session of that attach */
+    unsigned slot_busy;                   /* bit i: slot i in a call */
+    pthread_cond_t slot_cv;
     pthread_mutex_t mtx;
     job_err *errs;
     job_group *groups;
     job_opnum *opnums;
-    job_buf *bufs;
+    job_buf *bufs;         /* handed over to the worker */
+    job_buf *plain;        /* from a2a_buffer_alloc, but the worker refused them: staged */
     int chan_off;          /* $A2A_CHANNEL=0: the RPC path only */
     job_chan *chans;       /* free channels */
     size_t nchans;         /* open channels, free or in a call */
@@ -148,18 +212,6 @@ parse_i64(const char *s, int64_t *v)
     return 0;
 }
 
-static void
-fill_nonce(uint64_t nonce[2])
-{
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || read(fd, nonce, 2 * sizeof(uint64_t)) != (ssize_t)(2 * sizeof(uint64_t))) {
-        nonce[0] = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL;
-        nonce[1] = (uint64_t)(uintptr_t)nonce ^ 0xC2B2AE3D27D4EB4FULL;
-    }
-    if (fd >= 0)
-        close(fd);
-}
-
 /* call runs one worker method; on failure the job's error holds the message. */
 static a2a_status
 call(a2a_job *job, const char *method, msgpack_sbuffer *req, int64_t timeout_ms, uint8_t **rep,
@@ -178,6 +230,7 @@ call(a2a_job *job, const char *method, msgpack_sbuffer *req, int64_t timeout_ms,
 static a2a_status
 job_hello(a2a_job *job, const char *url)
 {
+    const char *env_sock = getenv("A2A_WORKER_SOCKET");
     msgpack_sbuffer sb;
     wire_hello_reply h;
     uint8_t *rep = NULL;
@@ -187,26 +240,633 @@ job_hello(a2a_job *job, const char *url)
 
     msgpack_sbuffer_init(&sb);
     wire_job_id_encode(&sb, &job->id);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        free(rep);
-        rep = NULL;
-        st = call(job, "Hello", &sb, CLIENT_CALL_MS, &rep, &replen);
-        if (st == A2A_OK && wire_hello_reply_decode(&h, rep, replen, why, sizeof(why)) != 0)
-            st = job_fail(job, A2A_ERR_INTERNAL, "bad Hello reply from %s: %s", url, why);
-        if (st != A2A_OK || h.direct)
+    st = call(job, "Hello", &sb, CLIENT_CALL_MS, &rep, &replen);
+    if (st == A2A_OK && wire_hello_reply_decode(&h, rep, replen, why, sizeof(why)) != 0)
+        st = job_fail(job, A2A_ERR_INTERNAL, "bad Hello reply from %s: %s", url, why);
+    msgpack_sbuffer_destroy(&sb);
+    free(rep);
+    if (st != A2A_OK)
+        return st;
+    snprintf(job->worker, sizeof(job->worker), "%s", h.worker);
+    snprintf(job->socket, sizeof(job->socket), "%s",
+             env_sock != NULL && env_sock[0] != '\0' ? env_sock : h.socket);
+    return A2A_OK;
+}
+
+/* ---- the local session ---- */
+
+/* local_broken ends the session after err: every waiter fails; under lmtx. */
+static void
+local_broken(a2a_job *job, int err)
+{
+    if (job->lsock >= 0 && !job->lbroken)
+        shutdown(job->lsock, SHUT_RDWR); /* a reader wakes; the descriptor closes later */
+    job->lbroken = 1;
+    job->lready = 0;
+    for (job_wait *w = job->lwaits; w != NULL; w = w->next)
+        if (!w->done) {
+            w->done = 1;
+            w->err = err;
+        }
+    pthread_cond_broadcast(&job->lcv);
+}
+
+/* local_deliver hands a reply frame to the request it answers; under lmtx. */
+static void
+local_deliver(a2a_job *job, uint8_t *buf, size_t len)
+{
+    wire_reply rep;
+    if (wire_reply_decode(&rep, buf, len, NULL, 0) != 0) {
+        free(buf);
+        local_broken(job, EPROTO);
+        return;
+    }
+    for (job_wait *w = job->lwaits; w != NULL; w = w->next)
+        if (w->id == rep.id && !w->done) {
+            w->buf = buf;
+            w->len = len;
+            w->done = 1;
+            return;
+        }
+    free(buf); /* the reply to a request that gave up waiting */
+}
+
+static void
+timespec_at(struct timespec *ts, int64_t deadline_ms)
+{
+    int64_t left = deadline_ms - rpc_now_ms();
+    clock_gettime(CLOCK_REALTIME, ts);
+    if (left < 0)
+        left = 0;
+    ts->tv_sec += left / 1000;
+    ts->tv_nsec += (left % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L)
+        ts->tv_sec++, ts->tv_nsec -= 1000000000L;
+}
+
+/*
+ * local_request sends one request on the session's socket (with descriptor
+ * fd, or -1) and waits for its reply, reading replies for every waiting
+ * thread while no other does. Under lmtx, which it drops while it waits.
+ */
+static a2a_status
+local_request(a2a_job *job, const char *method, const msgpack_sbuffer *body, int fd,
+              int64_t timeout_ms, uint8_t **out, size_t *outlen, char *err, size_t errlen)
+{
+    int64_t deadline = rpc_now_ms() + timeout_ms;
+    wire_request req = {.id = ++job->lreq, .timeout_ms = (uint64_t)timeout_ms};
+    job_wait w = {.id = req.id};
+    wire_reply rep;
+    msgpack_sbuffer sb;
+    a2a_status st;
+    int e;
+
+    if (out != NULL) {
+        *out = NULL;
+        *outlen = 0;
+    }
+    if (job->lsock < 0 || job->lbroken)
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s: local socket %s is closed",
+                           job->worker, job->socket);
+    snprintf(req.method, sizeof(req.method), "%s", method);
+    req.body = (const uint8_t *)body->data;
+    req.body_len = body->size;
+    msgpack_sbuffer_init(&sb);
+    if (wire_request_encode(&sb, &req) != 0) {
+        msgpack_sbuffer_destroy(&sb);
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    /* under lmtx: frames from several threads never interleave */
+    e = lsock_send(job->lsock, sb.data, sb.size, fd, timeout_ms);
+    msgpack_sbuffer_destroy(&sb);
+    if (e != 0) {
+        local_broken(job, e);
+        w.done = 1;
+        w.err = e;
+    } else {
+        w.next = job->lwaits;
+        job->lwaits = &w;
+    }
+    while (!w.done && rpc_now_ms() < deadline) {
+        if (!job->lreading && !job->lbroken) {
+            uint8_t *buf;
+            size_t len;
+            int sock = job->lsock;
+            job->lreading = 1;
+            pthread_mutex_unlock(&job->lmtx);
+            e = lsock_recv(sock, &buf, &len, CLIENT_FRAME_MAX, NULL, deadline - rpc_now_ms());
+            pthread_mutex_lock(&job->lmtx);
+            job->lreading = 0;
+            if (e == 0)
+                local_deliver(job, buf, len);
+            else if (e != ETIMEDOUT)
+                local_broken(job, e);
+            pthread_cond_broadcast(&job->lcv); /* replies for others, or the reader's place */
+        } else {
+            struct timespec ts;
+            timespec_at(&ts, deadline);
+            pthread_cond_timedwait(&job->lcv, &job->lmtx, &ts);
+        }
+    }
+    for (job_wait **pp = &job->lwaits; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == &w) {
+            *pp = w.next;
             break;
-        /* where ptrace is restricted (Yama), let the worker read and write us, then ask again */
-        prctl(PR_SET_PTRACER, (unsigned long)h.pid, 0, 0, 0);
+        }
+    if (!w.done) /* the session stays: a late reply is dropped */
+        return status_fail(err, errlen, A2A_ERR_DEADLINE_EXCEEDED,
+                           "no reply from worker %s on %s in time", job->worker, job->socket);
+    if (w.err != 0)
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s: local socket %s: %s",
+                           job->worker, job->socket,
+                           w.err == ECONNRESET || w.err == EPIPE ? "the worker closed it"
+                                                                 : strerror(w.err));
+    if (wire_reply_decode(&rep, w.buf, w.len, err, errlen) != 0) {
+        free(w.buf);
+        return A2A_ERR_INTERNAL;
+    }
+    st = rep.status;
+    if (out != NULL && rep.body_len > 0) { /* a failure may carry a body too (AllToAllV) */
+        if ((*out = malloc(rep.body_len)) == NULL)
+            st = status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        else {
+            memcpy(*out, rep.body, rep.body_len);
+            *outlen = rep.body_len;
+        }
+    }
+    if (st != A2A_OK && st == rep.status)
+        status_fail(err, errlen, st, "%s", rep.message);
+    free(w.buf);
+    return st;
+}
+
+/* local_auth proves the token on the new socket; under lmtx. */
+static a2a_status
+local_auth(a2a_job *job, char *err, size_t errlen)
+{
+    uint8_t cn[AUTH_NONCE_LEN], mac[AUTH_MAC_LEN], got[2][WIRE_BIN32];
+    const uint8_t *out[1] = {cn};
+    msgpack_sbuffer sb;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    a2a_status st;
+
+    auth_nonce(cn);
+    msgpack_sbuffer_init(&sb);
+    wire_bins_encode(&sb, 1, out);
+    st = local_request(job, "AuthChallenge", &sb, -1, CLIENT_CALL_MS, &rep, &replen, err, errlen);
+    msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_OK && wire_bins_decode(got, 2, rep, replen, err, errlen) != 0)
+        st = A2A_ERR_INTERNAL;
+    free(rep);
+    if (st != A2A_OK)
+        return st;
+    auth_mac(&job->sec.key, LSOCK_LOCAL_LABEL_SERVER, cn, AUTH_NONCE_LEN, got[0], AUTH_NONCE_LEN,
+             mac);
+    if (!auth_equal(mac, got[1], AUTH_MAC_LEN))
+        return status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
+                           "the process on %s does not know the token: not worker %s", job->socket,
+                           job->worker);
+    auth_mac(&job->sec.key, LSOCK_LOCAL_LABEL_CLIENT, got[0], AUTH_NONCE_LEN, cn, AUTH_NONCE_LEN,
+             mac);
+    out[0] = mac;
+    msgpack_sbuffer_init(&sb);
+    wire_bins_encode(&sb, 1, out);
+    st = local_request(job, "AuthProve", &sb, -1, CLIENT_CALL_MS, NULL, NULL, err, errlen);
+    msgpack_sbuffer_destroy(&sb);
+    return st;
+}
+
+/* local_map hands b's memfd to the worker (map) or takes it back; under lmtx. */
+static a2a_status
+local_map(a2a_job *job, int fd, const void *ptr, size_t len, int map, char *err, size_t errlen)
+{
+    wire_buffer w = {.addr = (uint64_t)(uintptr_t)ptr, .len = len};
+    msgpack_sbuffer sb;
+    a2a_status st;
+
+    msgpack_sbuffer_init(&sb);
+    wire_buffer_encode(&sb, &w);
+    st = local_request(job, map ? "MapBuffer" : "UnmapBuffer", &sb, map ? fd : -1, CLIENT_CALL_MS,
+                       NULL, NULL, err, errlen);
+    msgpack_sbuffer_destroy(&sb);
+    return st;
+}
+
+/* local_hand_over hands every a2a_buffer_alloc buffer to the new session; under lmtx. */
+static a2a_status
+local_hand_over(a2a_job *job, char *err, size_t errlen)
+{
+    size_t n = 0, k = 0;
+    job_buf *copy;
+    a2a_status st = A2A_OK;
+
+    pthread_mutex_lock(&job->mtx);
+    for (job_buf *b = job->bufs; b != NULL; b = b->next)
+        n++;
+    if (n > 0 && (copy = calloc(n, sizeof(*copy))) != NULL)
+        for (job_buf *b = job->bufs; b != NULL; b = b->next)
+            copy[k++] = *b;
+    pthread_mutex_unlock(&job->mtx);
+    if (n == 0)
+        return A2A_OK;
+    if (k == 0)
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    /* lmtx keeps a2a_buffer_free from closing these descriptors meanwhile */
+    for (size_t i = 0; i < k && st == A2A_OK; i++)
+        st = local_map(job, copy[i].fd, copy[i].ptr, copy[i].len, 1, err, errlen);
+    free(copy);
+    return st;
+}
+
+/*
+ * local_ensure makes sure this job has a live session: connected, proved,
+ * attached as its rank, and every a2a_buffer_alloc buffer handed over. Under
+ * lmtx. A2A_OK, or the reason in the job's error.
+ */
+static a2a_status
+local_ensure(a2a_job *job)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    msgpack_sbuffer sb;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    char err[1024];
+    a2a_status st;
+    int fd;
+
+    for (;;) {
+        if (job->lsock >= 0 && !job->lbroken && job->lready) {
+            if (job->lreading || !lsock_peer_gone(job->lsock))
+                return A2A_OK;
+            local_broken(job, ECONNRESET); /* the worker went away */
+        }
+        if (!job->lconnecting && !job->lreading)
+            break;
+        pthread_cond_wait(&job->lcv, &job->lmtx); /* another thread connects, or reads */
+    }
+    if (job->lsock >= 0) {
+        close(job->lsock);
+        job->lsock = -1;
+    }
+    if (rpc_now_ms() < job->lretry_ms)
+        return job_fail(job, A2A_ERR_UNAVAILABLE, "worker %s: cannot connect to %s (retrying)",
+                        job->worker, job->socket);
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", job->socket);
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+        connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        job->lconnect_errno = e;
+        job->lretry_ms = rpc_now_ms() + CLIENT_LOCAL_RETRY_MS;
+        return job_fail(job, A2A_ERR_UNAVAILABLE,
+                        "worker %s: cannot connect to its local socket %s: %s%s", job->worker,
+                        job->socket, strerror(e),
+                        e == ENOENT || e == EACCES
+                            ? " (a job in a container needs the worker's socket volume mounted)"
+                            : "");
+    }
+    job->lsock = fd;
+    job->lbroken = 0;
+    job->lready = 0;
+    job->lconnecting = 1;
+    __atomic_add_fetch(&job->lgen, 1, __ATOMIC_ACQ_REL);
+    st = job->sec.has_key ? local_auth(job, err, sizeof(err)) : A2A_OK;
+    if (st == A2A_OK) {
+        msgpack_sbuffer_init(&sb);
+        wire_job_id_encode(&sb, &job->id);
+        st = local_request(job, "Attach", &sb, -1, CLIENT_CALL_MS, &rep, &replen, err, sizeof(err));
+        msgpack_sbuffer_destroy(&sb);
+        if (st == A2A_OK &&
+            wire_attach_reply_decode(&job->attach, rep, replen, err, sizeof(err)) != 0)
+            st = A2A_ERR_INTERNAL;
+        free(rep);
+    }
+    if (st == A2A_OK)
+        st = local_hand_over(job, err, sizeof(err));
+    job->lconnecting = 0;
+    if (st != A2A_OK) {
+        local_broken(job, ECONNRESET);
+        job->lretry_ms = rpc_now_ms() + CLIENT_LOCAL_RETRY_MS;
+        return job_fail(job, st, "%s", err);
+    }
+    job->lready = 1;
+    pthread_cond_broadcast(&job->lcv);
+    return A2A_OK;
+}
+
+/* ---- remote mode: no shared kernel, the slices over the TCP connection ---- */
+
+/* remote_rpc calls a Remote* method with r; with out, the reply's wire_remote, whose data
+ * points into *keep (the caller frees it). */
+static a2a_status
+remote_rpc(a2a_job *job, const char *method, const wire_remote *r, int64_t timeout_ms,
+           wire_remote *out, uint8_t **keep)
+{
+    msgpack_sbuffer sb;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    char why[256];
+    a2a_status st;
+
+    msgpack_sbuffer_init(&sb);
+    if (wire_remote_encode(&sb, r) != 0) {
+        msgpack_sbuffer_destroy(&sb);
+        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    st = call(job, method, &sb, timeout_ms, &rep, &replen);
+    msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_OK && out != NULL && wire_remote_decode(out, rep, replen, why, sizeof(why)) != 0)
+        st = job_fail(job, A2A_ERR_INTERNAL, "bad %s reply: %s", method, why);
+    if (keep != NULL && st == A2A_OK)
+        *keep = rep;
+    else
+        free(rep);
+    return st;
+}
+
+/* remote_attach opens a remote session for our rank (again, after the worker lost it). */
+static a2a_status
+remote_attach(a2a_job *job)
+{
+    msgpack_sbuffer sb;
+    uint8_t *rep = NULL;
+    size_t replen = 0;
+    wire_remote r;
+    char why[256];
+    a2a_status st;
+
+    msgpack_sbuffer_init(&sb);
+    wire_job_id_encode(&sb, &job->id);
+    st = call(job, "RemoteAttach", &sb, CLIENT_CALL_MS, &rep, &replen);
+    msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_OK && wire_remote_decode(&r, rep, replen, why, sizeof(why)) != 0)
+        st = job_fail(job, A2A_ERR_INTERNAL, "bad RemoteAttach reply: %s", why);
+    free(rep);
+    if (st != A2A_OK)
+        return st;
+    pthread_mutex_lock(&job->mtx);
+    job->rsess = (wire_remote){.session = r.session, .key = {r.key[0], r.key[1]}};
+    job->rsess_gen++;
+    pthread_mutex_unlock(&job->mtx);
+    return A2A_OK;
+}
+
+static void
+remote_detach(a2a_job *job)
+{
+    wire_remote r = job->rsess;
+    (void)remote_rpc(job, "RemoteDetach", &r, CLIENT_CALL_MS, NULL, NULL);
+}
+
+/*
+ * job_pick_mode settles how our memory reaches the worker: local when the
+ * worker's socket can be reached, remote when there is none or it is not
+ * there for us ($A2A_JOB_MODE=local|remote decides instead).
+ */
+static a2a_status
+job_pick_mode(a2a_job *job)
+{
+    const char *want = getenv("A2A_JOB_MODE");
+    int force_local = want != NULL && strcmp(want, "local") == 0;
+    int force_remote = want != NULL && strcmp(want, "remote") == 0;
+    a2a_status st;
+    int e = 0;
+
+    if (want != NULL && want[0] != '\0' && !force_local && !force_remote &&
+        strcmp(want, "auto") != 0)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT,
+                        "A2A_JOB_MODE is \"%s\": local, remote or auto", want);
+    if (!force_remote && job->socket[0] != '\0') {
+        pthread_mutex_lock(&job->lmtx);
+        st = local_ensure(job);
+        e = job->lconnect_errno;
+        pthread_mutex_unlock(&job->lmtx);
+        if (st == A2A_OK) {
+            log_debug("rank %lld: local mode: memory handed to worker %s on %s",
+                      (long long)job->id.world_rank, job->worker, job->socket);
+            return A2A_OK;
+        }
+        /* a socket that is not there for us (another kernel's path) means remote; any other
+         * failure (a wrong token, a rank held by another job) is the answer */
+        if (force_local || !(e == ENOENT || e == EACCES || e == ENOTDIR || e == ECONNREFUSED))
+            return st;
+    } else if (force_local) {
+        return job_fail(job, A2A_ERR_UNAVAILABLE,
+                        "A2A_JOB_MODE=local, but worker %s has no local socket (\"socket\" in its "
+                        "YAML) and A2A_WORKER_SOCKET is not set",
+                        job->worker);
+    }
+    if ((st = remote_attach(job)) != A2A_OK)
+        return st;
+    job->remote = 1;
+    log_info("rank %lld: remote mode: worker %s %s; the slices travel over %s",
+             (long long)job->id.world_rank, job->worker,
+             job->socket[0] == '\0' ? "has no local socket"
+             : force_remote         ? "is reached remotely (A2A_JOB_MODE=remote)"
+                                    : "has its socket out of this job's reach",
+             rpc_client_url(job->cli));
+    return A2A_OK;
+}
+
+a2a_mode
+a2a_job_mode(const a2a_job *job)
+{
+    return job != NULL && job->remote ? A2A_MODE_REMOTE : A2A_MODE_LOCAL;
+}
+
+/* remote_slot_take waits for a free slot of the remote session. */
+static unsigned
+remote_slot_take(a2a_job *job)
+{
+    unsigned slot;
+    pthread_mutex_lock(&job->mtx);
+    while (job->slot_busy == (1u << WIRE_REMOTE_SLOTS) - 1)
+        pthread_cond_wait(&job->slot_cv, &job->mtx);
+    for (slot = 0; job->slot_busy & (1u << slot); slot++)
+        ;
+    job->slot_busy |= 1u << slot;
+    pthread_mutex_unlock(&job->mtx);
+    return slot;
+}
+
+static void
+remote_slot_give(a2a_job *job, unsigned slot)
+{
+    pthread_mutex_lock(&job->mtx);
+    job->slot_busy &= ~(1u << slot);
+    pthread_cond_signal(&job->slot_cv);
+    pthread_mutex_unlock(&job->mtx);
+}
+
+/* remote_put packs the send slices of w (from args) in order and puts them into slot in
+ * chunks gathered across slices; rewrites w's send displacements to the packed ones. */
+static a2a_status
+remote_put(a2a_job *job, wire_remote *r, wire_a2av *w, const a2a_alltoallv_args *args,
+           size_t sbytes)
+{
+    size_t n = w->n, es = a2a_dtype_size(args->dtype), off = 0, fill = 0;
+    uint8_t *chunk = NULL;
+    a2a_status st = A2A_OK;
+
+    if (sbytes > 0 &&
+        (chunk = malloc(sbytes < WIRE_REMOTE_CHUNK ? sbytes : WIRE_REMOTE_CHUNK)) == NULL)
+        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    for (size_t j = 0; j < n && st == A2A_OK; j++) {
+        size_t b = (size_t)w->counts[j] * es, done = 0;
+        const char *src = (const char *)args->send_data + (size_t)w->counts[n + j] * es;
+        w->counts[n + j] = (int64_t)(off / es);
+        while (done < b && st == A2A_OK) {
+            size_t k = b - done < WIRE_REMOTE_CHUNK - fill ? b - done : WIRE_REMOTE_CHUNK - fill;
+            memcpy(chunk + fill, src + done, k);
+            fill += k;
+            done += k;
+            if (fill == WIRE_REMOTE_CHUNK || off + done == sbytes) {
+                r->offset = off + done - fill;
+                r->data = chunk;
+                r->data_len = fill;
+                st = remote_rpc(job, "RemotePut", r, CLIENT_CALL_MS, NULL, NULL);
+                fill = 0;
+            }
+        }
+        off += b;
+    }
+    r->data = NULL;
+    r->data_len = 0;
+    free(chunk);
+    return st;
+}
+
+/* remote_get gets the packed receive slices out of slot (from roff) in chunks and unpacks them
+ * into args->recv_data. */
+static a2a_status
+remote_get(a2a_job *job, wire_remote *r, const a2a_alltoallv_args *args, size_t n, size_t roff,
+           size_t rbytes)
+{
+    size_t es = a2a_dtype_size(args->dtype), got = 0, j = 0, in = 0; /* slice j, in bytes done */
+    a2a_status st = A2A_OK;
+
+    while (got < rbytes && st == A2A_OK) {
+        wire_remote rep;
+        uint8_t *keep = NULL;
+        r->offset = roff + got;
+        r->len = rbytes - got < WIRE_REMOTE_CHUNK ? rbytes - got : WIRE_REMOTE_CHUNK;
+        if ((st = remote_rpc(job, "RemoteGet", r, CLIENT_CALL_MS, &rep, &keep)) != A2A_OK)
+            break;
+        if (rep.data_len == 0 || rep.data_len > rbytes - got)
+            st = job_fail(job, A2A_ERR_INTERNAL, "RemoteGet returned %zu bytes", rep.data_len);
+        for (size_t p = 0; st == A2A_OK && p < rep.data_len && j < n;) {
+            size_t b = (size_t)args->recv_counts[j] * es;
+            size_t k = b - in < rep.data_len - p ? b - in : rep.data_len - p;
+            memcpy((char *)args->recv_data + (size_t)args->recv_displacements[j] * es + in,
+                   rep.data + p, k);
+            p += k;
+            in += k;
+            if (in == b)
+                j++, in = 0;
+        }
+        got += rep.data_len;
+        free(keep);
+    }
+    r->len = 0;
+    return st;
+}
+
+/*
+ * remote_once runs w (the counts copied from args) on the remote session,
+ * in slot: the send slices packed and put in chunks, the call, the receive
+ * slices got in chunks and unpacked. *gone: the worker no longer knows the
+ * session (it restarted), so attaching again and retrying is safe.
+ */
+static a2a_status
+remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args *args, int *gone)
+{
+    size_t n = w->n, es = a2a_dtype_size(args->dtype), sbytes = 0, rbytes = 0, roff, total;
+    uint64_t base = (slot + 1) * WIRE_REMOTE_SLOT_SPAN, gen;
+    wire_remote r;
+    msgpack_sbuffer sb;
+    a2a_status st = A2A_OK;
+
+    *gone = 0;
+    for (size_t j = 0; j < n; j++)
+        if (__builtin_add_overflow(sbytes, (size_t)w->counts[j] * es, &sbytes) ||
+            __builtin_add_overflow(rbytes, (size_t)w->counts[2 * n + j] * es, &rbytes))
+            return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the slices are too large");
+    roff = (sbytes + 4095) & ~(size_t)4095;
+    total = roff + rbytes;
+    pthread_mutex_lock(&job->mtx);
+    r = job->rsess;
+    gen = job->rsess_gen;
+    pthread_mutex_unlock(&job->mtx);
+    r.slot = slot;
+    if (job->slot_gen[slot] != gen || job->slot_len[slot] < total) { /* the slot is ours */
+        r.len = total > 0 ? total : 4096;
+        if ((st = remote_rpc(job, "RemoteReserve", &r, CLIENT_CALL_MS, NULL, NULL)) != A2A_OK)
+            goto out;
+        job->slot_len[slot] = r.len;
+        job->slot_gen[slot] = gen;
+        r.len = 0;
+    }
+    if ((st = remote_put(job, &r, w, args, sbytes)) != A2A_OK)
+        goto out;
+    size_t off = 0;
+    for (size_t j = 0; j < n; j++) {
+        w->counts[3 * n + j] = (int64_t)(off / es);
+        off += (size_t)w->counts[2 * n + j] * es;
+    }
+    w->send_addr = base;
+    w->send_len = sbytes / es;
+    w->recv_addr = base + roff;
+    w->recv_len = rbytes / es;
+    msgpack_sbuffer_init(&sb);
+    if (wire_a2av_encode(&sb, w) != 0) {
+        st = job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    } else {
+        msgpack_sbuffer rb;
+        uint8_t *rep = NULL;
+        size_t replen = 0;
+        int64_t next = -1;
+        char bad[128];
+        r.data = (const uint8_t *)sb.data;
+        r.data_len = sb.size;
+        msgpack_sbuffer_init(&rb);
+        if (wire_remote_encode(&rb, &r) != 0)
+            st = job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        else
+            st = call(job, "RemoteCall", &rb, w->timeout_ms + CLIENT_SLACK_MS, &rep, &replen);
+        msgpack_sbuffer_destroy(&rb);
+        /* the reply's body is our next operation number (none: the call never got through) */
+        opnum_put(job, w,
+                  rep != NULL && wire_a2av_reply_decode(&next, rep, replen, bad, sizeof(bad)) == 0,
+                  next, st);
+        free(rep);
+        r.data = NULL;
+        r.data_len = 0;
     }
     msgpack_sbuffer_destroy(&sb);
-    if (st == A2A_OK && !h.direct)
-        st = job_fail(job, A2A_ERR_PERMISSION_DENIED,
-                      "worker %s at %s cannot reach this process's memory: run the job on the "
-                      "worker's host, as the same user",
-                      h.worker, url);
-    else if (st == A2A_OK)
-        snprintf(job->worker, sizeof(job->worker), "%s", h.worker);
-    free(rep);
+    if (st == A2A_OK)
+        st = remote_get(job, &r, args, n, roff, rbytes);
+out:
+    if (st == A2A_ERR_UNAVAILABLE && strstr(a2a_job_error(job), "has no remote session") != NULL)
+        *gone = 1;
+    return st;
+}
+
+/* remote_all_to_all_v runs a call in remote mode; once again after attaching anew when the
+ * worker lost our session (it restarted: the call never ran). */
+static a2a_status
+remote_all_to_all_v(a2a_job *job, wire_a2av *w, const a2a_alltoallv_args *args)
+{
+    unsigned slot = remote_slot_take(job);
+    int gone = 0;
+    a2a_status st = remote_once(job, slot, w, args, &gone);
+    if (gone && remote_attach(job) == A2A_OK) {
+        memcpy(w->counts + w->n, args->send_displacements, w->n * sizeof(int64_t));
+        memcpy(w->counts + 3 * w->n, args->recv_displacements, w->n * sizeof(int64_t));
+        st = remote_once(job, slot, w, args, &gone);
+    }
+    remote_slot_give(job, slot);
     return st;
 }
 
@@ -233,10 +893,11 @@ a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
     if ((job = calloc(1, sizeof(*job))) == NULL)
         return job_fail(NULL, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     pthread_mutex_init(&job->mtx, NULL);
+    pthread_mutex_init(&job->lmtx, NULL);
+    pthread_cond_init(&job->lcv, NULL);
+    pthread_cond_init(&job->slot_cv, NULL);
+    job->lsock = -1;
     job->id.world_rank = world_rank;
-    job->id.pid = getpid();
-    fill_nonce(job->id.nonce);
-    job->id.probe_addr = (uint64_t)(uintptr_t)job->id.nonce;
     job->op_timeout_ms = CLIENT_DEFAULT_OP_MS;
     if (env_to != NULL && (parse_i64(env_to, &job->op_timeout_ms) != 0 || job->op_timeout_ms <= 0))
         job->op_timeout_ms = CLIENT_DEFAULT_OP_MS;
@@ -244,7 +905,7 @@ a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
     if ((st = secure_from_env(&job->sec, NULL, err, sizeof(err))) != A2A_OK ||
         (st = rpc_client_alloc(&job->cli, worker_url, &job->sec.client, err, sizeof(err))) !=
             A2A_OK ||
-        (st = job_hello(job, worker_url)) != A2A_OK) {
+        (st = job_hello(job, worker_url)) != A2A_OK || (st = job_pick_mode(job)) != A2A_OK) {
         if (job->cli == NULL)
             job_fail(NULL, st, "%s", err);
         else
@@ -264,6 +925,19 @@ group_free(job_group *g)
 }
 
 static void
+stage_free(job_stage *st)
+{
+    if (st->ptr != NULL)
+        munmap(st->ptr, st->len);
+    if (st->fd >= 0)
+        close(st->fd);
+    st->ptr = NULL;
+    st->len = 0;
+    st->fd = -1;
+    st->gen = 0;
+}
+
+static void
 chan_free(job_chan *c)
 {
     if (c->mem != NULL) {
@@ -272,6 +946,8 @@ chan_free(job_chan *c)
     }
     if (c->fd >= 0)
         close(c->fd);
+    /* the worker lets go of the staging with the channel's session, or when it is replaced */
+    stage_free(&c->stage);
     free(c);
 }
 
@@ -287,6 +963,18 @@ a2a_job_close(a2a_job *job)
     }
     while (job->bufs != NULL)
         a2a_buffer_free(job, job->bufs->ptr);
+    while (job->plain != NULL)
+        a2a_buffer_free(job, job->plain->ptr);
+    if (job->lsock >= 0)
+        close(job->lsock); /* the worker frees our rank and everything we handed over */
+    if (job->remote && job->rsess.session != 0)
+        remote_detach(job);
+    while (job->stages != NULL) {
+        job_stage *st = job->stages;
+        job->stages = st->next;
+        stage_free(st);
+        free(st);
+    }
     rpc_client_free(job->cli);
     secure_fini(&job->sec);
     while (job->errs != NULL) {
@@ -304,6 +992,9 @@ a2a_job_close(a2a_job *job)
         job->opnums = o->next;
         free(o);
     }
+    pthread_cond_destroy(&job->slot_cv);
+    pthread_cond_destroy(&job->lcv);
+    pthread_mutex_destroy(&job->lmtx);
     pthread_mutex_destroy(&job->mtx);
     free(job);
 }
@@ -583,15 +1274,17 @@ static job_chan *
 chan_new(a2a_job *job)
 {
     job_chan *c = calloc(1, sizeof(*c));
-    wire_buffer w = {.job = job->id, .len = SHMCHAN_SIZE};
+    wire_buffer w = {.len = SHMCHAN_SIZE};
     msgpack_sbuffer sb;
     uint8_t *rep = NULL;
     size_t replen = 0;
+    int64_t worker_pid;
     char err[1024];
     int rc = -1;
 
     if (c == NULL)
         return NULL;
+    c->stage.fd = -1;
     c->fd = memfd_create("a2a-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (c->fd < 0 || ftruncate(c->fd, SHMCHAN_SIZE) != 0 ||
         fcntl(c->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
@@ -602,14 +1295,18 @@ chan_new(a2a_job *job)
         return NULL;
     }
     shmchan_init(c->mem, SHMCHAN_SIZE);
-    w.fd = c->fd;
     w.addr = (uint64_t)(uintptr_t)c->mem;
     msgpack_sbuffer_init(&sb);
-    if (wire_buffer_encode(&sb, &w) == 0 &&
-        rpc_call(job->cli, "OpenChannel", sb.data, sb.size, CLIENT_CALL_MS, &rep, &replen, err,
-                 sizeof(err)) == A2A_OK &&
-        shmchan_open_reply_decode(&c->worker_pid, rep, replen, err, sizeof(err)) == 0)
+    wire_buffer_encode(&sb, &w);
+    pthread_mutex_lock(&job->lmtx);
+    if (local_ensure(job) == A2A_OK &&
+        local_request(job, "OpenChannel", &sb, c->fd, CLIENT_CALL_MS, &rep, &replen, err,
+                      sizeof(err)) == A2A_OK &&
+        shmchan_open_reply_decode(&worker_pid, rep, replen, err, sizeof(err)) == 0) {
+        c->gen = job->lgen;
         rc = 0;
+    }
+    pthread_mutex_unlock(&job->lmtx);
     msgpack_sbuffer_destroy(&sb);
     free(rep);
     if (rc != 0) {
@@ -619,21 +1316,33 @@ chan_new(a2a_job *job)
     return c;
 }
 
-/* chan_take returns a channel for a call over a group of n ranks, or NULL: use the RPC path. */
+/* chan_take returns a channel for a call over a group of n ranks, or NULL: use the socket. */
 static job_chan *
 chan_take(a2a_job *job, size_t n)
 {
-    job_chan *c = NULL;
+    uint64_t gen = __atomic_load_n(&job->lgen, __ATOMIC_ACQUIRE);
+    job_chan *c = NULL, *stale = NULL;
     int open = 0;
 
     if (job->chan_off || n > SHMCHAN_MAX_N)
         return NULL;
     pthread_mutex_lock(&job->mtx);
-    if ((c = job->chans) != NULL)
+    while ((c = job->chans) != NULL && c->gen != gen) { /* of a session that is gone */
+        job->chans = c->next;
+        job->nchans--;
+        c->next = stale;
+        stale = c;
+    }
+    if (c != NULL)
         job->chans = c->next;
     else if (job->nchans < CLIENT_CHAN_MAX && rpc_now_ms() >= job->chan_retry_ms)
         open = 1, job->nchans++;
     pthread_mutex_unlock(&job->mtx);
+    while (stale != NULL) {
+        job_chan *x = stale;
+        stale = x->next;
+        chan_free(x);
+    }
     if (open && (c = chan_new(job)) == NULL) {
         pthread_mutex_lock(&job->mtx);
         job->nchans--;
@@ -670,9 +1379,24 @@ chan_reply(a2a_job *job, a2a_status st, const char *msg)
     return job_fail(job, st, "%s", msg);
 }
 
+/* session_gone reports whether the session that channel c was opened on has ended. */
+static int
+session_gone(a2a_job *job, const job_chan *c)
+{
+    int gone;
+    if (__atomic_load_n(&job->lgen, __ATOMIC_ACQUIRE) != c->gen)
+        return 1;
+    /* a peek at the socket: a worker that died closed it (its kernel did) */
+    pthread_mutex_lock(&job->lmtx);
+    gone = c->gen != job->lgen || job->lsock < 0 || job->lbroken ||
+           (!job->lreading && lsock_peer_gone(job->lsock));
+    pthread_mutex_unlock(&job->lmtx);
+    return gone;
+}
+
 /*
  * chan_call runs w through channel c. *served = 0: the worker never started
- * it (the channel was closed), so the RPC path may run it. *keep = 0: the
+ * it (the channel was closed), so the socket may run it. *keep = 0: the
  * channel is of no further use.
  */
 static a2a_status
@@ -702,8 +1426,7 @@ chan_call(a2a_job *job, job_chan *c, const wire_a2av *w, int *served, int *keep,
         }
         shmchan_wait(c->mem, SHMCHAN_REQUEST,
                      left < CLIENT_CHAN_SLICE_MS ? left : CLIENT_CHAN_SLICE_MS);
-        if (shmchan_state(c->mem) == SHMCHAN_REQUEST && kill((pid_t)c->worker_pid, 0) != 0 &&
-            errno == ESRCH) {
+        if (shmchan_state(c->mem) == SHMCHAN_REQUEST && session_gone(job, c)) {
             *served = 1;
             return job_fail(job, A2A_ERR_UNAVAILABLE, "worker %s exited", job->worker);
         }
@@ -782,6 +1505,185 @@ opnum_put(a2a_job *job, const wire_a2av *w, int replied, int64_t next, a2a_statu
     pthread_mutex_unlock(&job->mtx);
 }
 
+/* in_shared reports whether [p, p + len) lies in one a2a_buffer_alloc buffer (mapped by the
+ * worker already). */
+static int
+in_shared(a2a_job *job, const void *p, size_t len)
+{
+    int in = 0;
+    uintptr_t a = (uintptr_t)p;
+    pthread_mutex_lock(&job->mtx);
+    for (job_buf *b = job->bufs; b != NULL && !in; b = b->next) {
+        uintptr_t s = (uintptr_t)b->ptr;
+        in = a >= s && len <= b->len && a - s <= b->len - len;
+    }
+    pthread_mutex_unlock(&job->mtx);
+    return in;
+}
+
+/*
+ * stage_reserve makes st hold at least bytes, mapped by the worker on the
+ * current session; under lmtx (the session must be live). A new memfd
+ * replaces a smaller one (the worker lets go of the old one first).
+ */
+static a2a_status
+stage_reserve(a2a_job *job, job_stage *st, size_t bytes)
+{
+    char err[1024];
+    a2a_status s;
+    size_t len;
+    int fd;
+    void *p;
+
+    if (st->ptr != NULL && st->len >= bytes && st->gen == job->lgen)
+        return A2A_OK;
+    if (st->ptr != NULL && st->len >= bytes) { /* a new session: hand it over again */
+        if ((s = local_map(job, st->fd, st->ptr, st->len, 1, err, sizeof(err))) != A2A_OK)
+            return job_fail(job, s, "%s", err);
+        st->gen = job->lgen;
+        return A2A_OK;
+    }
+    if (st->ptr != NULL && st->gen == job->lgen)
+        (void)local_map(job, -1, st->ptr, st->len, 0, err, sizeof(err));
+    stage_free(st);
+    len = bytes < ((size_t)1 << 62) ? bytes : ((size_t)1 << 62);
+    len = (len + CLIENT_STAGE_ALIGN - 1) & ~(size_t)(CLIENT_STAGE_ALIGN - 1);
+    if (len == 0)
+        len = CLIENT_STAGE_ALIGN;
+    /* no MAP_POPULATE: the pages a call never touches (its own slice) stay unallocated */
+    fd = memfd_create("a2a-staging", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, (off_t)len) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
+        (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED,
+                        "cannot make %zu bytes of staging memory: %s", len, strerror(e));
+    }
+    st->ptr = p;
+    st->len = len;
+    st->fd = fd;
+    if ((s = local_map(job, fd, p, len, 1, err, sizeof(err))) != A2A_OK) {
+        stage_free(st);
+        return job_fail(job, s, "%s", err);
+    }
+    st->gen = job->lgen;
+    return A2A_OK;
+}
+
+/* A call's plan for its plain buffers: where each slice sits in the staging memory. */
+typedef struct {
+    int send, recv; /* staged (plain) or not (shared, or nothing to move) */
+    size_t recv_off;
+    size_t bytes;
+} stage_plan;
+
+/*
+ * stage_in packs the plain buffers' slices of w (from args) into st and points
+ * w at the staging memory (the displacements rewritten to packed ones): the
+ * send slices copied now, the receive slices unpacked by stage_out after the
+ * call. The slice to ourselves (w->self_copied) is neither copied nor touched
+ * by the worker; its room in the staging stays a hole. lmtx held when
+ * locked, else taken here.
+ */
+static a2a_status
+stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *args,
+         stage_plan *plan, int locked)
+{
+    size_t n = w->n, es = a2a_dtype_size(args->dtype), sbytes = 0, rbytes = 0;
+    int64_t self = w->self_copied - 1;
+    a2a_status s = A2A_OK;
+
+    memset(plan, 0, sizeof(*plan));
+    plan->send = args->send_len > 0 && !in_shared(job, args->send_data, args->send_len * es);
+    plan->recv = args->recv_len > 0 && !in_shared(job, args->recv_data, args->recv_len * es);
+    for (size_t j = 0; j < n; j++) {
+        if (plan->send && __builtin_add_overflow(sbytes, (size_t)w->counts[j] * es, &sbytes))
+            return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the send slices are too large");
+        if (plan->recv &&
+            __builtin_add_overflow(rbytes, (size_t)w->counts[2 * n + j] * es, &rbytes))
+            return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the receive slices are too large");
+    }
+    plan->send = plan->send && sbytes > 0;
+    plan->recv = plan->recv && rbytes > 0;
+    if (!plan->send && !plan->recv)
+        return A2A_OK;
+    plan->recv_off = (sbytes + CLIENT_STAGE_ALIGN - 1) & ~(size_t)(CLIENT_STAGE_ALIGN - 1);
+    plan->bytes = plan->recv_off + rbytes;
+    /* the usual case needs no word with the worker: staging big enough, on this session */
+    if (locked || st->ptr == NULL || st->len < plan->bytes ||
+        st->gen != __atomic_load_n(&job->lgen, __ATOMIC_ACQUIRE)) {
+        if (!locked)
+            pthread_mutex_lock(&job->lmtx);
+        if ((s = local_ensure(job)) == A2A_OK)
+            s = stage_reserve(job, st, plan->bytes);
+        if (!locked)
+            pthread_mutex_unlock(&job->lmtx);
+        if (s != A2A_OK)
+            return s;
+    }
+    size_t off = 0;
+    for (size_t j = 0; plan->send && j < n; j++) {
+        size_t b = (size_t)w->counts[j] * es;
+        if (b > 0 && (int64_t)j != self)
+            memcpy(st->ptr + off, (const char *)args->send_data + (size_t)w->counts[n + j] * es, b);
+        w->counts[n + j] = (int64_t)(off / es);
+        off += b;
+    }
+    if (plan->send) {
+        w->send_addr = (uint64_t)(uintptr_t)st->ptr;
+        w->send_len = sbytes / es;
+    }
+    off = 0;
+    for (size_t j = 0; plan->recv && j < n; j++) {
+        w->counts[3 * n + j] = (int64_t)(off / es);
+        off += (size_t)w->counts[2 * n + j] * es;
+    }
+    if (plan->recv) {
+        w->recv_addr = (uint64_t)(uintptr_t)(st->ptr + plan->recv_off);
+        w->recv_len = rbytes / es;
+    }
+    return A2A_OK;
+}
+
+/* stage_out unpacks the receive slices that the call landed in st into args->recv_data. */
+static void
+stage_out(const job_stage *st, const wire_a2av *w, const a2a_alltoallv_args *args,
+          const stage_plan *plan)
+{
+    size_t n = w->n, es = a2a_dtype_size(args->dtype), off = plan->recv_off;
+    int64_t self = w->self_copied - 1;
+
+    for (size_t j = 0; plan->recv && j < n; j++) {
+        size_t b = (size_t)args->recv_counts[j] * es;
+        if (b > 0 && (int64_t)j != self)
+            memcpy((char *)args->recv_data + (size_t)args->recv_displacements[j] * es,
+                   st->ptr + off, b);
+        off += b;
+    }
+}
+
+/* fill_request builds w from args: the counts copied, our buffers' addresses. */
+static void
+fill_request(a2a_job *job, wire_a2av *w, const a2a_alltoallv_args *args, const char *group)
+{
+    size_t n = w->n;
+    memcpy(w->counts, args->send_counts, n * sizeof(int64_t));
+    memcpy(w->counts + n, args->send_displacements, n * sizeof(int64_t));
+    memcpy(w->counts + 2 * n, args->recv_counts, n * sizeof(int64_t));
+    memcpy(w->counts + 3 * n, args->recv_displacements, n * sizeof(int64_t));
+    w->job = job->id;
+    snprintf(w->group, sizeof(w->group), "%s", group);
+    w->dtype = (int64_t)(int)args->dtype;
+    w->timeout_ms = args->timeout_ms > 0 ? args->timeout_ms : job->op_timeout_ms;
+    w->send_addr = (uint64_t)(uintptr_t)args->send_data;
+    w->send_len = args->send_len;
+    w->recv_addr = (uint64_t)(uintptr_t)args->recv_data;
+    w->recv_len = args->recv_len;
+    w->self_copied = 0;
+}
+
 a2a_status
 a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
 {
@@ -789,9 +1691,8 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
     wire_a2av w = {0};
     int64_t me = -1;
     job_chan *ch;
+    stage_plan plan;
     msgpack_sbuffer sb;
-    uint8_t *rep = NULL;
-    size_t replen = 0;
     char why[512];
     a2a_status st;
 
@@ -800,70 +1701,83 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
         return st;
     if ((w.counts = malloc(4 * w.n * sizeof(int64_t))) == NULL)
         return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
-    memcpy(w.counts, args->send_counts, w.n * sizeof(int64_t));
-    memcpy(w.counts + w.n, args->send_displacements, w.n * sizeof(int64_t));
-    memcpy(w.counts + 2 * w.n, args->recv_counts, w.n * sizeof(int64_t));
-    memcpy(w.counts + 3 * w.n, args->recv_displacements, w.n * sizeof(int64_t));
+    fill_request(job, &w, args, group);
     if ((st = args_check(w.n, (int64_t)(int)args->dtype, args->send_len, args->recv_len, w.counts,
                          why, sizeof(why))) != A2A_OK) {
         free(w.counts);
         return job_fail(job, st, "%s", why);
     }
-    w.job = job->id;
-    snprintf(w.group, sizeof(w.group), "%s", group);
-    w.dtype = (int64_t)(int)args->dtype;
-    w.timeout_ms = args->timeout_ms > 0 ? args->timeout_ms : job->op_timeout_ms;
-    w.send_addr = (uint64_t)(uintptr_t)args->send_data;
-    w.send_len = args->send_len;
-    w.recv_addr = (uint64_t)(uintptr_t)args->recv_data;
-    w.recv_len = args->recv_len;
     opnum_take(job, &w);
+    if (job->remote) {
+        st = remote_all_to_all_v(job, &w, args);
+        free(w.counts);
+        return st;
+    }
     if ((ch = chan_take(job, w.n)) != NULL) {
-        int served, keep;
-        int64_t next;
+        int served = 0, keep = 1;
         self_copy(&w, args, me);
+        if ((st = stage_in(job, &ch->stage, &w, args, &plan, 0)) != A2A_OK) {
+            chan_give(job, ch, 1);
+            free(w.counts);
+            return st;
+        }
+        int64_t next = -2;
         st = chan_call(job, ch, &w, &served, &keep, &next);
-        w.self_copied = 0; /* the AllToAllV RPC copies it in the worker */
+        if (served && st == A2A_OK)
+            stage_out(&ch->stage, &w, args, &plan);
         chan_give(job, ch, keep);
         if (served) {
             opnum_put(job, &w, next >= -1, next, st);
             free(w.counts);
             return st;
         }
+        fill_request(job, &w, args, group); /* afresh for the socket */
+        opnum_take(job, &w);
     }
-    msgpack_sbuffer_init(&sb);
-    if (wire_a2av_encode(&sb, &w) != 0) {
-        st = job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
-    } else {
-        int64_t next = -1;
-        st = call(job, "AllToAllV", &sb, w.timeout_ms + CLIENT_SLACK_MS, &rep, &replen);
-        /* a reply without our body came from no worker (the call never got through) */
-        int replied =
-            rep != NULL && wire_a2av_reply_decode(&next, rep, replen, why, sizeof(why)) == 0;
-        opnum_put(job, &w, replied, next, st);
+    /* on the socket itself, with staging of its own while it runs */
+    job_stage *sg;
+    pthread_mutex_lock(&job->mtx);
+    if ((sg = job->stages) != NULL)
+        job->stages = sg->next;
+    pthread_mutex_unlock(&job->mtx);
+    if (sg == NULL && (sg = calloc(1, sizeof(*sg))) == NULL) {
+        free(w.counts);
+        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
-    msgpack_sbuffer_destroy(&sb);
-    free(rep);
+    if (sg->ptr == NULL)
+        sg->fd = -1;
+    pthread_mutex_lock(&job->lmtx);
+    if ((st = local_ensure(job)) == A2A_OK &&
+        (st = stage_in(job, sg, &w, args, &plan, 1)) == A2A_OK) {
+        msgpack_sbuffer_init(&sb);
+        if (wire_a2av_encode(&sb, &w) != 0) {
+            st = job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        } else {
+            uint8_t *rep = NULL;
+            size_t replen = 0;
+            int64_t next = -1;
+            char bad[128];
+            st = local_request(job, "AllToAllV", &sb, -1, w.timeout_ms + CLIENT_SLACK_MS, &rep,
+                               &replen, why, sizeof(why));
+            /* without our body the reply came from no worker (the call never got through) */
+            opnum_put(job, &w,
+                      rep != NULL &&
+                          wire_a2av_reply_decode(&next, rep, replen, bad, sizeof(bad)) == 0,
+                      next, st);
+            free(rep);
+            if (st == A2A_OK)
+                stage_out(sg, &w, args, &plan);
+            else
+                chan_reply(job, st, why);
+        }
+        msgpack_sbuffer_destroy(&sb);
+    }
+    pthread_mutex_unlock(&job->lmtx);
+    pthread_mutex_lock(&job->mtx);
+    sg->next = job->stages;
+    job->stages = sg;
+    pthread_mutex_unlock(&job->mtx);
     free(w.counts);
-    return st;
-}
-
-/* buffer_call tells the worker to map (fd >= 0) or unmap (fd < 0) b; its answer matters little. */
-static a2a_status
-buffer_call(a2a_job *job, const job_buf *b, int map)
-{
-    wire_buffer w = {
-        .job = job->id, .fd = map ? b->fd : -1, .addr = (uint64_t)(uintptr_t)b->ptr, .len = b->len};
-    msgpack_sbuffer sb;
-    uint8_t *rep = NULL;
-    size_t replen = 0;
-    a2a_status st;
-
-    msgpack_sbuffer_init(&sb);
-    wire_buffer_encode(&sb, &w);
-    st = call(job, map ? "MapBuffer" : "UnmapBuffer", &sb, CLIENT_CALL_MS, &rep, &replen);
-    msgpack_sbuffer_destroy(&sb);
-    free(rep);
     return st;
 }
 
@@ -871,6 +1785,8 @@ a2a_status
 a2a_buffer_alloc(a2a_job *job, size_t bytes, void **ptr)
 {
     job_buf *b;
+    void *mem;
+    char err[1024];
 
     if (job == NULL || ptr == NULL || bytes == 0)
         return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "a2a_buffer_alloc: %s",
@@ -894,13 +1810,25 @@ a2a_buffer_alloc(a2a_job *job, size_t bytes, void **ptr)
         return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED,
                         "cannot make %zu bytes of shared memory: %s", bytes, strerror(e));
     }
-    /* the worker maps it too; if it cannot, the memory is still a plain buffer */
-    (void)buffer_call(job, b, 1);
-    pthread_mutex_lock(&job->mtx);
-    b->next = job->bufs;
-    job->bufs = b;
-    pthread_mutex_unlock(&job->mtx);
-    *ptr = b->ptr;
+    /* the worker maps it too; if it cannot, the memory is still a plain buffer (staged) */
+    mem = b->ptr;
+    pthread_mutex_lock(&job->lmtx);
+    if (!job->remote && local_ensure(job) == A2A_OK &&
+        local_map(job, b->fd, b->ptr, b->len, 1, err, sizeof(err)) == A2A_OK) {
+        pthread_mutex_lock(&job->mtx);
+        b->next = job->bufs;
+        job->bufs = b;
+        pthread_mutex_unlock(&job->mtx);
+        b = NULL;
+    }
+    pthread_mutex_unlock(&job->lmtx);
+    if (b != NULL) { /* kept aside: plain memory that a2a_buffer_free still takes */
+        pthread_mutex_lock(&job->mtx);
+        b->next = job->plain;
+        job->plain = b;
+        pthread_mutex_unlock(&job->mtx);
+    }
+    *ptr = mem;
     return A2A_OK;
 }
 
@@ -908,20 +1836,33 @@ a2a_status
 a2a_buffer_free(a2a_job *job, void *ptr)
 {
     job_buf *b = NULL;
+    int shared = 0;
+    char err[1024];
 
     if (job == NULL)
         return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "job is NULL");
+    pthread_mutex_lock(&job->lmtx); /* no session hands it over again meanwhile */
     pthread_mutex_lock(&job->mtx);
     for (job_buf **pp = &job->bufs; *pp != NULL; pp = &(*pp)->next)
+        if ((*pp)->ptr == ptr) {
+            b = *pp;
+            *pp = b->next;
+            shared = 1;
+            break;
+        }
+    for (job_buf **pp = &job->plain; b == NULL && *pp != NULL; pp = &(*pp)->next)
         if ((*pp)->ptr == ptr) {
             b = *pp;
             *pp = b->next;
             break;
         }
     pthread_mutex_unlock(&job->mtx);
+    /* the worker lets go of it before we unmap (it waits for transfers on it) */
+    if (b != NULL && shared && job->lready)
+        (void)local_map(job, -1, b->ptr, b->len, 0, err, sizeof(err));
+    pthread_mutex_unlock(&job->lmtx);
     if (b == NULL)
         return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "%p is not from a2a_buffer_alloc", ptr);
-    (void)buffer_call(job, b, 0); /* the worker lets go of it before we unmap */
     munmap(b->ptr, b->len);
     close(b->fd);
     free(b);

@@ -485,8 +485,8 @@ copy_local(engine *e, eng_op *op, eng_pair p, uint8_t **buf)
     uint64_t to = cd->a->recv_addr + (uint64_t)cd->a->counts[3 * g->n + p.s] * cd->esize;
     int rv = 0, wr = 0;
     eng_map *ms = NULL, *md = NULL;
-    uint8_t *src = bytes > 0 ? shm_get(e, cs->pid, from, bytes, &ms) : NULL;
-    uint8_t *dst = bytes > 0 ? shm_get(e, cd->pid, to, bytes, &md) : NULL;
+    uint8_t *src = bytes > 0 ? shm_get(e, cs->sess, from, bytes, &ms) : NULL;
+    uint8_t *dst = bytes > 0 ? shm_get(e, cd->sess, to, bytes, &md) : NULL;
 
     cs->pins++;
     cd->pins++;
@@ -494,15 +494,15 @@ copy_local(engine *e, eng_op *op, eng_pair p, uint8_t **buf)
     if (src != NULL && dst != NULL) /* both shared: one memcpy */
         memcpy(dst, src, (size_t)bytes);
     else if (src != NULL) /* one copy, straight into the receiving job */
-        wr = 1, rv = xfer_write(cd->pid, to, src, (size_t)bytes);
+        wr = 1, rv = xfer_write(cd->sess, to, src, (size_t)bytes);
     else if (dst != NULL)
-        rv = xfer_read(cs->pid, from, dst, (size_t)bytes);
+        rv = xfer_read(cs->sess, from, dst, (size_t)bytes);
     else if (bytes > 0 && *buf == NULL && (*buf = malloc(ENGINE_CHUNK)) == NULL)
         rv = ENOMEM;
     while (src == NULL && dst == NULL && rv == 0 && done < bytes) {
         size_t k = bytes - done < ENGINE_CHUNK ? (size_t)(bytes - done) : ENGINE_CHUNK;
-        if ((rv = xfer_read(cs->pid, from + done, *buf, k)) == 0 &&
-            (wr = 1, rv = xfer_write(cd->pid, to + done, *buf, k)) == 0)
+        if ((rv = xfer_read(cs->sess, from + done, *buf, k)) == 0 &&
+            (wr = 1, rv = xfer_write(cd->sess, to + done, *buf, k)) == 0)
             done += k, wr = 0;
     }
     pthread_mutex_lock(&e->mtx);
@@ -690,7 +690,7 @@ pre_read(eng_call *c)
     if (total == 0 || (c->pre_at = malloc(a->n * sizeof(uint64_t))) == NULL ||
         (c->pre = malloc(whole ? (size_t)bytes : (size_t)total)) == NULL)
         goto none;
-    if (whole && xfer_read(c->pid, a->send_addr, c->pre, (size_t)bytes) != 0)
+    if (whole && xfer_read(c->sess, a->send_addr, c->pre, (size_t)bytes) != 0)
         goto none;
     total = 0;
     for (size_t d = 0; d < a->n; d++) {
@@ -703,7 +703,7 @@ pre_read(eng_call *c)
             c->pre_at[d] = at;
             continue;
         }
-        if (xfer_read(c->pid, a->send_addr + at, c->pre + total, (size_t)b) != 0)
+        if (xfer_read(c->sess, a->send_addr + at, c->pre + total, (size_t)b) != 0)
             goto none;
         c->pre_at[d] = total;
         total += b;
@@ -735,7 +735,7 @@ a2a_status
 engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t *next, char *err,
                       size_t errlen)
 {
-    eng_call c = {.a = a, .pid = (pid_t)a->job.pid, .status = A2A_OK, .done = done};
+    eng_call c = {.a = a, .sess = a->job.sess, .status = A2A_OK, .done = done};
     int64_t timeout = a->timeout_ms > 0 ? a->timeout_ms : ENGINE_DEFAULT_TIMEOUT_MS;
     int64_t unused, deadline;
     a2a_status st;
@@ -756,11 +756,11 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
     if ((st = args_check(a->n, a->dtype, a->send_len, a->recv_len, a->counts, err, errlen)) !=
         A2A_OK)
         return st;
-    if (!xfer_probe(c.pid, a->job.probe_addr, a->job.nonce))
+    if (!xfer_probe(c.sess))
         return status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
-                           "worker %s cannot reach the memory of process %lld: the job must run on "
-                           "the worker's host, as the same user",
-                           e->self->name, (long long)a->job.pid);
+                           "worker %s has no open local session for world rank %lld: the job "
+                           "hands its memory over on the worker's socket",
+                           e->self->name, (long long)a->job.world_rank);
     c.esize = a2a_dtype_size((a2a_dtype)a->dtype);
     deadline = rpc_now_ms() + timeout; /* resolving the group counts against it too */
     pre_read(&c);

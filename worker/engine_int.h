@@ -11,6 +11,7 @@
 #include "group.h"
 #include "server/rpc.h"
 #include "sock.h"
+#include "xfer.h"
 
 /* A call whose deadline passed while a link still moves bytes of it (a peer trickling DATA, a
  * send stuck on a full socket) waits this long more, then closes that link to let go of it. */
@@ -93,7 +94,7 @@ struct eng_call {
     int64_t grank;
     int lidx;
     const wire_a2av *a;
-    pid_t pid;
+    xfer_sess *sess;
     size_t esize;
     size_t sends_left, recvs_left;
     a2a_status status;
@@ -140,7 +141,7 @@ struct eng_group {
 /* Memory a job shares with us (a2a_buffer_alloc), mapped here too. */
 typedef struct eng_map {
     struct eng_map *next;
-    pid_t pid;
+    xfer_sess *sess;
     uint64_t addr, len; /* where the job has it */
     uint8_t *ptr;       /* where we have it */
     int refs;           /* transfers using it now */
@@ -231,9 +232,9 @@ void link_release_call(engine *e, eng_call *c);
 void link_peer_down(engine *e, eng_peer *p, const char *why);
 
 /* ---- shm.c: shared job memory, under e->mtx ---- */
-/* shm_get returns where [addr, addr+len) of pid's memory is mapped here (taking a reference
+/* shm_get returns where [addr, addr+len) of sess's memory is mapped here (taking a reference
  * in *m), or NULL when it is not in a shared buffer. */
-uint8_t *shm_get(engine *e, pid_t pid, uint64_t addr, uint64_t len, eng_map **m);
+uint8_t *shm_get(engine *e, xfer_sess *sess, uint64_t addr, uint64_t len, eng_map **m);
 /* shm_put drops the reference shm_get took; NULL is fine. */
 void shm_put(engine *e, eng_map *m);
 void shm_free_all(engine *e);

@@ -387,13 +387,13 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
     }
     uint64_t addr = s->addr + f.offset; /* s may be dropped while unlocked, unless last */
     eng_map *m;
-    uint8_t *shared = shm_get(e, c->pid, addr, k, &m); /* in a shared buffer: no copy */
+    uint8_t *shared = shm_get(e, c->sess, addr, k, &m); /* in a shared buffer: no copy */
     c->pins++;
     p->writing = 1;
     p->chunk_call = c;
     pthread_mutex_unlock(&e->mtx);
     msgpack_sbuffer_init(&sb);
-    rv = shared != NULL ? 0 : xfer_read(c->pid, addr, x->buf, k);
+    rv = shared != NULL ? 0 : xfer_read(c->sess, addr, x->buf, k);
     if (rv == 0 && encode_frame(&sb, &f, k) == 0)
         rv = -send_bytes(p->out, sb.data, sb.size, shared != NULL ? shared : x->buf, k);
     msgpack_sbuffer_destroy(&sb);
@@ -557,7 +557,7 @@ receive_data(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, const frame *f
     uint64_t addr = 0;
     eng_map *m = NULL;
     eng_call *c = op_data_target(e, p, f, (size_t)plen, &addr);
-    uint8_t *shared = c != NULL ? shm_get(e, c->pid, addr, plen, &m) : NULL;
+    uint8_t *shared = c != NULL ? shm_get(e, c->sess, addr, plen, &m) : NULL;
     int rv, wr = 0;
 
     if (c == NULL && ++e->late_data > 0)
@@ -569,7 +569,7 @@ receive_data(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, const frame *f
     pthread_mutex_unlock(&e->mtx);
     rv = read_payload(in->s, x, shared, plen, ENGINE_LINK_DEAD_MS, why, whylen);
     if (rv == 0 && c != NULL && shared == NULL)
-        wr = xfer_write(c->pid, addr, x->payload, (size_t)plen);
+        wr = xfer_write(c->sess, addr, x->payload, (size_t)plen);
     pthread_mutex_lock(&e->mtx);
     in->landing = NULL;
     shm_put(e, m);

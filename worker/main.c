@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "engine.h"
+#include "local.h"
 #include "server/rpc.h"
 #include "server/secure.h"
 
@@ -34,6 +35,7 @@ serve(const cfg_cluster *cfg, const char *name)
     rpc_server *srv = NULL;
     engine *e = NULL;
     chan_set *chans = NULL;
+    local_srv *loc = NULL;
     api_env env;
     secure sec;
     size_t nmethods;
@@ -60,12 +62,23 @@ serve(const cfg_cluster *cfg, const char *name)
         secure_fini(&sec);
         return 1;
     }
+    if (local_alloc(&loc, w->socket[0] != '\0' ? w->socket : NULL, e, chans,
+                    sec.has_key ? &sec.key : NULL, err, sizeof(err)) != A2A_OK) {
+        fprintf(stderr, "a2a-worker: %s\n", err);
+        chan_set_free(chans);
+        engine_free(e);
+        secure_fini(&sec);
+        return 1;
+    }
     env.e = e;
     env.chans = chans;
+    env.socket = w->socket[0] != '\0' ? w->socket : NULL;
+    env.local = loc;
     methods = api_methods(&nmethods);
     if (rpc_server_alloc(&srv, w->url, methods, nmethods, &env, API_THREADS, &sec.server, err,
                          sizeof(err)) != A2A_OK) {
         fprintf(stderr, "a2a-worker: %s\n", err);
+        local_free(loc);
         chan_set_free(chans);
         engine_free(e);
         secure_fini(&sec);
@@ -73,8 +86,9 @@ serve(const cfg_cluster *cfg, const char *name)
     }
     printf("listening on %s data %s\n", rpc_server_url(srv), engine_data_url(e));
     fflush(stdout);
-    log_info("worker %s: ranks %lld..%lld, api %s, links %s", name, (long long)w->first_rank,
-             (long long)(w->first_rank + w->ranks - 1), rpc_server_url(srv), engine_data_url(e));
+    log_info("worker %s: ranks %lld..%lld, api %s, links %s, local socket %s", name,
+             (long long)w->first_rank, (long long)(w->first_rank + w->ranks - 1),
+             rpc_server_url(srv), engine_data_url(e), env.socket != NULL ? env.socket : "none");
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
@@ -82,6 +96,7 @@ serve(const cfg_cluster *cfg, const char *name)
     log_info("stopping on signal %d", sig);
     engine_stop(e);       /* calls in progress fail with UNAVAILABLE */
     chan_set_stop(chans); /* channel threads close their channels and end */
+    local_free(loc);      /* sessions let go of their ranks and memory */
     rpc_server_free(srv); /* waits for the handlers */
     chan_set_free(chans);
     engine_free(e);

@@ -313,10 +313,10 @@ land_eager(engine *e, eng_op *op, eng_call *c, int64_t s, const uint8_t *bytes, 
     rx->have_slice = 1;
     rx->count = count;
     /* small (engine_eager_max): copied under the lock */
-    if (len > 0 && (dst = shm_get(e, c->pid, to, len, &m)) != NULL)
+    if (len > 0 && (dst = shm_get(e, c->sess, to, len, &m)) != NULL)
         memcpy(dst, bytes, (size_t)len);
     else if (len > 0)
-        rv = xfer_write(c->pid, to, bytes, (size_t)len);
+        rv = xfer_write(c->sess, to, bytes, (size_t)len);
     shm_put(e, m);
     if (rv != 0) {
         op_fail_memory(e, op, c->grank, 1, rv);

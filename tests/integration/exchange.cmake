@@ -78,3 +78,35 @@ add_test(NAME integration.worker_restart
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_worker_restart.sh
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:exchange_check>)
 set_tests_properties(integration.worker_restart PROPERTIES TIMEOUT 120 LABELS integration)
+
+# a2a_exchange_remote_test(MODE SHAPE [ARGS...]): integration.exchange.MODE.SHAPE.remote, the same
+# for jobs in remote mode (A2A_JOB_MODE=remote: no shared kernel assumed, the slices over the
+# job's TCP connection); it fails if a job reports local mode (liba2a's debug log).
+function(a2a_exchange_remote_test mode shape)
+  string(REPLACE "x" ";" wr ${shape})
+  list(GET wr 0 workers)
+  list(GET wr 1 rpw)
+  set(name integration.exchange.${mode}.${shape}.remote)
+  add_test(NAME ${name}
+    COMMAND $<TARGET_FILE:a2a-launch> --workers ${workers} --ranks-per-worker ${rpw} --
+            $<TARGET_FILE:exchange_check> ${mode} ${ARGN})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS integration
+    ENVIRONMENT "A2A_JOB_MODE=remote;A2A_LOG_LEVEL=debug"
+    FAIL_REGULAR_EXPRESSION "FAILED;local mode")
+endfunction()
+
+a2a_exchange_remote_test(random 2x2 1234 4)
+a2a_exchange_remote_test(random 4x1 1234 4)
+a2a_exchange_remote_test(shared 1x3 4321 2)
+a2a_exchange_remote_test(mismatch 2x2)
+a2a_exchange_remote_test(invalid 2x2)
+a2a_exchange_remote_test(threads 2x2)
+a2a_exchange_remote_test(deadline 2x2)
+a2a_exchange_remote_test(big 2x2)
+
+# a worker killed and restarted under remote jobs
+add_test(NAME integration.worker_restart.remote
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_worker_restart.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:exchange_check>)
+set_tests_properties(integration.worker_restart.remote PROPERTIES TIMEOUT 120 LABELS integration
+  ENVIRONMENT "A2A_JOB_MODE=remote")

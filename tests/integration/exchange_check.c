@@ -13,7 +13,8 @@
  *   deadline           the last rank comes 2.5 s late
  *   big                ~48 MiB per rank, uneven
  *   loop SECONDS       verified operations until SECONDS pass, surviving errors
- *   orphan             (1x1) a second job of rank 0 calls from two threads and
+ *   orphan             (1x1) this job closes (one live job per rank), a second
+ *                      job of rank 0 calls from two threads and
  *                      exits without a2a_job_close: the worker's threads for
  *                      its channels must end within 5 s (/proc/PID/task)
  *
@@ -957,7 +958,7 @@ orphan_child(a2a_job *job)
 }
 
 static int
-orphan_mode(a2a_job *job, int64_t N, const char *self)
+orphan_mode(a2a_job **jobp, int64_t N, const char *self)
 {
     pid_t w = worker_pid(), child;
     int base, during, after = -1, in[2], out[2], st = 0;
@@ -970,6 +971,8 @@ orphan_mode(a2a_job *job, int64_t N, const char *self)
         say("needs a 1x1 cluster under a2a-launch (worker pid %d)", (int)w);
         return 1;
     }
+    a2a_job_close(*jobp); /* the rank is free for the second job */
+    *jobp = NULL;
     base = thread_count(w);
     if (pipe(in) != 0 || pipe(out) != 0)
         return 1;
@@ -1002,7 +1005,11 @@ orphan_mode(a2a_job *job, int64_t N, const char *self)
         base, during, after, now_ms() - t0);
     if (during <= base || after != base)
         return 1;
-    return random_mode(job, N, 99, 1); /* and the worker still serves */
+    if ((st = a2a_job_open(jobp, NULL, -1)) != A2A_OK) { /* the dead job's rank is free */
+        say("a2a_job_open after the second job: %s", a2a_job_error(NULL));
+        return 1;
+    }
+    return random_mode(*jobp, N, 99, 1); /* and the worker still serves */
 }
 
 /* ---- deadline ---- */
@@ -1271,7 +1278,7 @@ main(int argc, char **argv)
     else if (strcmp(mode, "huge") == 0)
         bad = huge_mode(job, N);
     else if (strcmp(mode, "orphan") == 0)
-        bad = orphan_mode(job, N, argv[0]);
+        bad = orphan_mode(&job, N, argv[0]);
     else if (strcmp(mode, "orphan-child") == 0)
         orphan_child(job);
     else if (strcmp(mode, "loop") == 0 && argc == 3)

@@ -58,6 +58,12 @@ svc_key() {
     svc_block "$1" | awk -v k="$2" '$0 ~ "^    " k ":" { sub("^    " k ": *", ""); gsub(/["'"'"']/, ""); print; exit }'
 }
 # svc_env SERVICE VAR: an environment variable of the service (map or list form)
+svc_volume() { # SERVICE TARGET: the source mounted at TARGET
+    svc_block "$1" | awk -v t="$2" '
+        /^    volumes:/ { on = 1; next }
+        /^    [^ -]/ { on = 0 }
+        on && /^    - / { v = $0; sub(/^    - /, "", v); n = split(v, f, ":"); if (f[2] == t) { print f[1]; exit } }'
+}
 svc_env() {
     svc_block "$1" | awk -v v="$2" '
         /^    environment:/ { on = 1; next }
@@ -117,15 +123,48 @@ while read -r name url data_url; do
     given=$(svc_cmd "$name" | grep -A1 -x -- --name | tail -1)
     check "worker $name: the service runs a2a-worker --name $name (got \"$given\")" \
         test "$given" = "$name"
+    # the sidecars: job services pointing at this worker share its socket's volume
+    sock=$(awk -v w="$name" '
+        { sub(/[ \t]+#.*$/, "") }
+        /^[ \t]*-?[ \t]*name:/ { n = $0; sub(/^.*name:[ \t]*/, "", n); next }
+        n == w && /^[ \t]*socket:/ { s = $0; sub(/^.*socket:[ \t]*/, "", s); print s; exit }' "$cluster" | tr -d "\"'")
+    check "worker $name: the YAML gives it a socket ($sock)" test -n "$sock"
+    sockdir=$(dirname "$sock")
+    wvol=$(svc_volume "$name" "$sockdir")
+    check "worker $name: a named volume holds its socket folder $sockdir ($wvol)" \
+        bash -c '[ -n "$1" ] && [ "${1#/}" = "$1" ] && [ "${1#.}" = "$1" ]' _ "$wvol"
     jobs=
     for s in "${services[@]}"; do
-        [ "$(svc_key "$s" pid)" = "service:$name" ] && jobs="$jobs $s"
+        [ "$s" != "$name" ] && [ "$(svc_env "$s" A2A_WORKER_URL)" = "$url" ] && jobs="$jobs $s"
     done
-    check "worker $name: a job service shares its PID namespace (pid: service:$name)" test -n "$jobs"
+    check "worker $name: a job service points at its url ($url)" test -n "$jobs"
     for j in $jobs; do
-        check "job $j: A2A_WORKER_URL is $name's url ($url)" test "$(svc_env "$j" A2A_WORKER_URL)" = "$url"
+        if [[ $j == *remote* ]]; then # the remote-job example shares nothing with its worker
+            check "remote job $j: no socket volume at $sockdir" test -z "$(svc_volume "$j" "$sockdir")"
+        else
+            check "job $j: mounts $name's socket volume $wvol at $sockdir" \
+                test "$(svc_volume "$j" "$sockdir")" = "$wvol"
+        fi
+        juser=$(svc_key "$j" user)
+        check "job $j: another uid than its worker's ($juser, worker $(svc_key "$name" user))" \
+            test "${juser%%:*}" != "$(svc_key "$name" user | cut -d: -f1)"
     done
 done <"$tmp/workers"
+
+# --- what a security reviewer looks for, in every service ------------------------
+for s in "${services[@]}"; do
+    blk=$(svc_block "$s")
+    check "service $s: no pid: (no shared PID namespace)" bash -c '! grep -q "^    pid:" <<<"$1"' _ "$blk"
+    check "service $s: no cap_add, no privileged" \
+        bash -c '! grep -Eq "^    (cap_add|privileged):" <<<"$1"' _ "$blk"
+    check "service $s: cap_drop: ALL" \
+        bash -c 'awk "/^    cap_drop:/ {on=1; next} /^    [^ -]/ {on=0} on" <<<"$1" | grep -q ALL' _ "$blk"
+    check "service $s: no-new-privileges" grep -q "no-new-privileges:true" <<<"$blk"
+    u=$(svc_key "$s" user)
+    check "service $s: a non-root user ($u)" \
+        bash -c '[ -n "$1" ] && ! grep -Eq "^(root|0)(:|\$)" <<<"$1"' _ "$u"
+done
+check "nothing mentions SYS_PTRACE" bash -c '! grep -q SYS_PTRACE "$1"' _ "$tmp/config.yml"
 
 # --- the token: a compose secret where security.token_file points -------------
 token_file=$(awk '/^security:/ { on = 1; next } /^[^ \t#]/ { on = 0 } on && /^[ \t]*token_file:/ { sub(/^.*token_file:[ \t]*/, ""); sub(/[ \t]+#.*$/, ""); gsub(/["'"'"']/, ""); print; exit }' "$cluster")

@@ -2,6 +2,7 @@
 # test_security.sh - security.token_file and security.tls, end to end.
 #
 # usage: test_security.sh A2A_COORDINATOR A2A_WORKER A2A_CTL EXCHANGE_CHECK SECURITY_CHECK
+#                         BOUNDARY_CHECK
 # (KEEP_DIR=1 keeps the logs, certificates and YAML)
 #
 # Part 1, token: a coordinator and two workers (node-a: world ranks 0 1,
@@ -10,14 +11,18 @@
 # with A2A_TOKEN_FILE (peer links authenticated); a job without the token; a
 # job claiming a rank of the other worker; security_check's attacks on a
 # worker's data port and API (no proof, a replayed proof, garbage, a replayed
-# RPC proof) while a verified loop runs; then a verified exchange.
+# RPC proof) while a verified loop runs; then a verified exchange; then
+# boundary_check's attacks on node-a's local socket: descriptors that are no
+# memfd or not sealed, ranks another job holds or node-a does not own, the
+# worker's record of pid and uid (also as another uid), calls naming memory
+# never handed over, and a new process on a dead job's pid.
 #
 # Part 2, TLS: the same cluster over tls+tcp:// with security.tls (and the
 # token), certificates from a test CA made here with openssl; a2a-ctl and
 # ranks with A2A_TLS_* set; a client certificate from an "evil" CA on the API
 # and on the data port is refused, and the cluster serves on.
 set -u
-coord_bin=$1 worker_bin=$2 ctl=$3 check=$4 sec=$5
+coord_bin=$1 worker_bin=$2 ctl=$3 check=$4 sec=$5 bcheck=$6
 dir=$(mktemp -d "${TMPDIR:-/tmp}/a2a-security.XXXXXX")
 cfg=$dir/cluster.yaml
 token=$dir/token
@@ -68,10 +73,12 @@ workers:
   - name: node-a
     url: $(api_url 0)
     data_url: $(data_url 0)
+    socket: $dir/node-a.sock
     ranks: 2
   - name: node-b
     url: $(api_url 1)
     data_url: $(data_url 1)
+    socket: $dir/node-b.sock
     ranks: 2
 security:
   token_file: $token
@@ -268,6 +275,19 @@ for r in 0 1 2 3; do
 done
 alive
 exchange after 8
+
+echo "the local socket (the job-to-worker boundary) of node-a:"
+chmod 711 "$dir" # the socket's folder lets another uid reach it (the token file stays 600)
+for m in fds ranks creds; do
+    "$bcheck" $m "$dir/node-a.sock" "$token" | sed 's/^/  /'
+    ((PIPESTATUS[0] == 0)) || fail "boundary_check $m"
+done
+"$bcheck" memory "$dir/node-a.sock" "$token" "$(api_url 0)" | sed 's/^/  /'
+((PIPESTATUS[0] == 0)) || fail "boundary_check memory"
+"$bcheck" pid-reuse "$dir/node-a.sock" "$token" "$(api_url 0)" "${pid[node-a]}" | sed 's/^/  /'
+((PIPESTATUS[0] == 0)) || fail "boundary_check pid-reuse"
+alive
+A2A_TOKEN_FILE=$token exchange boundary 9
 
 echo "a listener without the token on node-b's data port (node-b stopped):"
 kill "${pid[node-b]}" 2>/dev/null

@@ -53,10 +53,12 @@ workers:
   - name: w0
     url: tcp://127.0.0.1:${ports[1]}
     data_url: tcp://127.0.0.1:${ports[2]}
+    socket: $dir/w0.sock
     ranks: 2
   - name: w1
     url: tcp://127.0.0.1:${ports[3]}
     data_url: tcp://127.0.0.1:${ports[4]}
+    socket: $dir/w1.sock
     ranks: 2
 EOF
 }

@@ -137,6 +137,7 @@ coord_url=tcp://${addr[1]}:7000
         echo "  - name: host$k"
         echo "    url: tcp://${addr[k]}:7100"
         echo "    data_url: tcp://${addr[k]}:7101"
+        echo "    socket: $dir/host$k.sock"
         echo "    ranks: $R"
     done
 } >"$cfg"

@@ -531,6 +531,35 @@ test_bad_args(void)
     CU_ASSERT_PTR_NULL(cfg_find_group(NULL, "a"));
 }
 
+/* socket: optional, an absolute path of at most 107 bytes */
+static void
+test_socket(void)
+{
+    cfg_cluster *c = NULL;
+    char err[512], yaml[1024], longp[200];
+    const char *w = HEAD "workers:\n  - {name: a, url: tcp://a:1, data_url: tcp://a:2, ranks: 1, "
+                         "socket: %s}\n";
+
+    snprintf(yaml, sizeof(yaml), w, "/run/a2a/a.sock");
+    CU_ASSERT_EQUAL_FATAL(cfg_load_string(&c, "t.yaml", yaml, strlen(yaml), err, sizeof(err)),
+                          A2A_OK);
+    CU_ASSERT_STRING_EQUAL(c->workers[0].socket, "/run/a2a/a.sock");
+    cfg_free(c);
+    c = NULL;
+    snprintf(yaml, sizeof(yaml), "%s", HEAD WORKERS);
+    CU_ASSERT_EQUAL_FATAL(cfg_load_string(&c, "t.yaml", yaml, strlen(yaml), err, sizeof(err)),
+                          A2A_OK);
+    CU_ASSERT_STRING_EQUAL(c->workers[0].socket, ""); /* absent */
+    cfg_free(c);
+    snprintf(yaml, sizeof(yaml), w, "run/a.sock");
+    expect_err(yaml, 4, 70, "must be an absolute path");
+    memset(longp, 'x', sizeof(longp));
+    longp[0] = '/';
+    longp[108] = '\0';
+    snprintf(yaml, sizeof(yaml), w, longp);
+    expect_err(yaml, 4, 70, "the limit is 107");
+}
+
 static const struct {
     const char *name;
     CU_TestFunc fn;
@@ -564,6 +593,7 @@ static const struct {
     {"check_worker_name", test_check_worker_name},
     {"check_url", test_check_url},
     {"bad_args", test_bad_args},
+    {"socket", test_socket},
 };
 
 int

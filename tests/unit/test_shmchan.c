@@ -93,7 +93,7 @@ test_roundtrip(void)
     CU_ASSERT_EQUAL(a.counts[0], 1);
     CU_ASSERT_EQUAL(a.counts[5 + 4], 4);
     CU_ASSERT_EQUAL(a.counts[15 + 0], 4);
-    CU_ASSERT_EQUAL(a.job.pid, 0);
+    CU_ASSERT_PTR_NULL(a.job.sess);
 }
 
 static void

@@ -219,7 +219,7 @@ encode_valid(enum kind k, msgpack_sbuffer *sb)
     case K_EMPTY: rc = wire_empty_encode(sb); break;
     case K_A2AV: {
         int64_t counts[8] = {1, 2, 0, 1, 2, 1, 0, 2};
-        wire_a2av a = {.job = {.world_rank = 3, .pid = 77, .probe_addr = 0x1000},
+        wire_a2av a = {.job = {.world_rank = 3},
                        .group = "experts_even",
                        .dtype = A2A_INT32,
                        .timeout_ms = 2500,
@@ -1503,6 +1503,72 @@ test_a2av_round_trip(void)
     msgpack_sbuffer_destroy(&sb);
 }
 
+/* the job-facing bodies: job id (rank only), Hello and Attach replies, buffers, remote calls */
+static void
+test_job_bodies_round_trip(void)
+{
+    msgpack_sbuffer sb;
+    char err[256];
+    wire_job_id j = {.world_rank = 7}, j2;
+    wire_hello_reply h = {.worker = "node-a", .world_size = 4, .socket = "/run/a2a/a.sock"}, h2;
+    wire_attach_reply a = {.worker = "node-a",
+                           .world_size = 4,
+                           .pid = 42,
+                           .uid = 10002,
+                           .session = 9},
+                      a2;
+    wire_buffer b = {.addr = 0x7f0000001000ULL, .len = 65536}, b2;
+    static const uint8_t data[5] = {1, 2, 3, 4, 5};
+    wire_remote r = {.session = 3,
+                     .key = {11, 12},
+                     .slot = 2,
+                     .offset = 4096,
+                     .len = 5,
+                     .data = data,
+                     .data_len = sizeof(data)},
+                r2;
+
+    msgpack_sbuffer_init(&sb);
+    CU_ASSERT_EQUAL(wire_job_id_encode(&sb, &j), 0);
+    CU_ASSERT_EQUAL_FATAL(wire_job_id_decode(&j2, (uint8_t *)sb.data, sb.size, err, sizeof(err)),
+                          0);
+    CU_ASSERT_EQUAL(j2.world_rank, 7);
+    CU_ASSERT_PTR_NULL(j2.sess); /* never from the wire */
+    msgpack_sbuffer_clear(&sb);
+    CU_ASSERT_EQUAL(wire_hello_reply_encode(&sb, &h), 0);
+    CU_ASSERT_EQUAL_FATAL(
+        wire_hello_reply_decode(&h2, (uint8_t *)sb.data, sb.size, err, sizeof(err)), 0);
+    CU_ASSERT_STRING_EQUAL(h2.worker, "node-a");
+    CU_ASSERT_EQUAL(h2.world_size, 4);
+    CU_ASSERT_STRING_EQUAL(h2.socket, "/run/a2a/a.sock");
+    msgpack_sbuffer_clear(&sb);
+    CU_ASSERT_EQUAL(wire_attach_reply_encode(&sb, &a), 0);
+    CU_ASSERT_EQUAL_FATAL(
+        wire_attach_reply_decode(&a2, (uint8_t *)sb.data, sb.size, err, sizeof(err)), 0);
+    CU_ASSERT(a2.pid == 42 && a2.uid == 10002 && a2.session == 9 && a2.world_size == 4);
+    msgpack_sbuffer_clear(&sb);
+    CU_ASSERT_EQUAL(wire_buffer_encode(&sb, &b), 0);
+    CU_ASSERT_EQUAL_FATAL(wire_buffer_decode(&b2, (uint8_t *)sb.data, sb.size, err, sizeof(err)),
+                          0);
+    CU_ASSERT(b2.addr == b.addr && b2.len == b.len);
+    msgpack_sbuffer_clear(&sb);
+    CU_ASSERT_EQUAL(wire_remote_encode(&sb, &r), 0);
+    CU_ASSERT_EQUAL_FATAL(wire_remote_decode(&r2, (uint8_t *)sb.data, sb.size, err, sizeof(err)),
+                          0);
+    CU_ASSERT(r2.session == 3 && r2.key[0] == 11 && r2.key[1] == 12 && r2.slot == 2);
+    CU_ASSERT(r2.offset == 4096 && r2.len == 5 && r2.data_len == 5);
+    CU_ASSERT(memcmp(r2.data, data, 5) == 0);
+    /* the old job id, which stated a pid and an address, is refused */
+    msgpack_sbuffer_clear(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 5);
+    for (int i = 0; i < 5; i++)
+        msgpack_pack_int64(&pk, i);
+    CU_ASSERT_EQUAL(wire_job_id_decode(&j2, (uint8_t *)sb.data, sb.size, err, sizeof(err)), -1);
+    msgpack_sbuffer_destroy(&sb);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1534,6 +1600,7 @@ main(int argc, char **argv)
         {"ext where a string is expected", test_ext_types},
         {"limits on counts", test_limits_on_counts},
         {"field helpers", test_field_helpers},
+        {"job bodies round trip", test_job_bodies_round_trip},
     };
     return cu_main("wire", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }
