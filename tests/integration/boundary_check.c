@@ -204,6 +204,7 @@ solo_call(int s, uint64_t send, uint64_t recv, int64_t n, reply *r)
                    .recv_addr = recv,
                    .recv_len = n,
                    .n = 1,
+                   .op_next = -1, /* the worker numbers each call: a raw client keeps none */
                    .counts = counts};
     msgpack_sbuffer sb;
     int rc;

@@ -62,14 +62,17 @@ workers:
   - name: w0
     url: tcp://127.0.0.1:${ports[1]}
     data_url: tcp://127.0.0.1:${ports[2]}
+    socket: $dir/w0.sock
     ranks: 2
   - name: w1
     url: tcp://127.0.0.1:${ports[3]}
     data_url: tcp://127.0.0.1:${ports[4]}
+    socket: $dir/w1.sock
     ranks: 2
   - name: w2
     url: tcp://127.0.0.1:${ports[5]}
     data_url: tcp://127.0.0.1:${ports[6]}
+    socket: $dir/w2.sock
     ranks: 2
 groups:
   - name: ls

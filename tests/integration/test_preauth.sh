@@ -61,10 +61,12 @@ workers:
   - name: node-a
     url: $(api_url 0)
     data_url: $(data_url 0)
+    socket: $dir/node-a.sock
     ranks: 2
   - name: node-b
     url: $(api_url 1)
     data_url: $(data_url 1)
+    socket: $dir/node-b.sock
     ranks: 2
 security:
   token_file: $token

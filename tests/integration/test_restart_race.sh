@@ -53,10 +53,12 @@ workers:
   - name: node-a
     url: tcp://127.0.0.1:${ports[1]}
     data_url: tcp://127.0.0.1:${ports[2]}
+    socket: $dir/node-a.sock
     ranks: 2
   - name: node-b
     url: tcp://127.0.0.1:${ports[3]}
     data_url: tcp://127.0.0.1:${ports[4]}
+    socket: $dir/node-b.sock
     ranks: 2
 groups:
   - name: ab

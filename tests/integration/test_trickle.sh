@@ -47,6 +47,7 @@ workers:
   - name: node-a
     url: tcp://127.0.0.1:${ports[1]}
     data_url: tcp://127.0.0.1:${ports[2]}
+    socket: $dir/node-a.sock
     ranks: 1
   - name: node-f
     url: tcp://127.0.0.1:${ports[3]}
