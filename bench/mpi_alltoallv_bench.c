@@ -56,7 +56,7 @@ mb_usage(FILE *f)
                "\n"
                "The MPI reference of a2a-bench: the same workloads, options and output,\n"
                "over MPI_Alltoallv on MPI_COMM_WORLD.\n\n");
-    bo_usage_options(f);
+    bo_usage_options(f, "");
 }
 
 static MPI_Datatype

@@ -345,9 +345,9 @@ bench_usage(FILE *f)
                "hccl_world_group, every size verified twice. bench/mpi_alltoallv_bench takes\n"
                "the same options.\n"
                "\n");
-    bo_usage_options(f);
-    fprintf(f, "  --shared             buffers from a2a_buffer_alloc (shared with the worker)\n"
-               "\n"
+    bo_usage_options(f, "  --shared             buffers from a2a_buffer_alloc (shared with the "
+                        "worker)\n");
+    fprintf(f, "\n"
                "Rank 0 prints: pattern N S_bytes time_us_median algbw_GBps busbw_GBps ok\n"
                "Exit status: 0 when every size was ok, 1 when one was not, 2 for bad usage\n"
                "or a failed call.\n");

@@ -21,31 +21,34 @@ bo_dtype_size(int i)
 }
 
 void
-bo_usage_options(FILE *f)
+bo_usage_options(FILE *f, const char *extra)
 {
-    fprintf(f, "Sizes (bytes each rank sends in all, self included; k/M/G = 1024-based):\n"
-               "  -b, --minbytes S     first size (64)\n"
-               "  -e, --maxbytes S     last size (64M)\n"
-               "  -f, --stepfactor F   multiply the size by F (4)\n"
-               "  -i, --stepbytes S    or add S to it (instead of -f)\n"
-               "Iterations:\n"
-               "  -w, --warmup_iters W untimed ops after the first verified one (3)\n"
-               "  -n, --iters N        exactly N timed ops per size (default: as many as fit in\n"
-               "                       --target seconds, within --min-iters..--max-iters)\n"
-               "  --target S           seconds of timed ops per size (0.3)\n"
-               "  --min-iters N        at least N timed ops (5)\n"
-               "  --max-iters N        at most N timed ops (10000)\n"
-               "Workload:\n"
-               "  -d, --datatype T     int8 .. bfloat16 (int32); S stays in bytes, T = S / size\n"
-               "  --patterns LIST      all, or some of uniform,skew,incast,sparse (all)\n"
-               "  --seed N             seed of the sparse pattern (1)\n"
-               "  -c, --check 1        every size is verified twice; -c 0 is refused\n"
-               "Output:\n"
-               "  --quiet              no \"#   iters=\" detail lines\n"
-               "  --json               one JSON object per size instead of the table\n"
-               "  --output FILE        rank 0 also writes its result lines to FILE, unprefixed\n"
-               "  --help, --version\n"
-               "nccl-tests' -t -g -o -r -m -p -a -z do not apply and are refused.\n");
+    fprintf(f,
+            "Sizes (bytes each rank sends in all, self included; k/M/G = 1024-based):\n"
+            "  -b, --minbytes S     first size (64)\n"
+            "  -e, --maxbytes S     last size (64M)\n"
+            "  -f, --stepfactor F   multiply the size by F (4)\n"
+            "  -i, --stepbytes S    or add S to it (instead of -f)\n"
+            "Iterations:\n"
+            "  -w, --warmup_iters W untimed ops after the first verified one (3)\n"
+            "  -n, --iters N        exactly N timed ops per size (default: as many as fit in\n"
+            "                       --target seconds, within --min-iters..--max-iters)\n"
+            "  --target S           seconds of timed ops per size (0.3)\n"
+            "  --min-iters N        at least N timed ops (5)\n"
+            "  --max-iters N        at most N timed ops (10000)\n"
+            "Workload:\n"
+            "  -d, --datatype T     int8 .. bfloat16 (int32); S stays in bytes, T = S / size\n"
+            "  --patterns LIST      all, or some of uniform,skew,incast,sparse (all)\n"
+            "  --seed N             seed of the sparse pattern (1)\n"
+            "  -c, --check 1        every size is verified twice; -c 0 is refused\n"
+            "Output:\n"
+            "  --quiet              no \"#   iters=\" detail lines\n"
+            "  --json               one JSON object per size instead of the table\n"
+            "  --output FILE        rank 0 also writes its result lines to FILE, unprefixed\n"
+            "%s"
+            "  --help, --version\n"
+            "nccl-tests' -t -g -o -r -m -p -a -z do not apply and are refused.\n",
+            extra);
 }
 
 /* bo_size reads 64, 4k, 64M, 1G; -1 when s is not such a size. */

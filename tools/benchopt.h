@@ -43,7 +43,8 @@ int bo_parse(bench_opts *o, int argc, char **argv, const char *prog, void (*usag
 /* bo_next_size returns the size after s, or 0 after the last one. */
 uint64_t bo_next_size(const bench_opts *o, uint64_t s);
 
-/* bo_usage_options prints the option list that both benches share. */
-void bo_usage_options(FILE *f);
+/* bo_usage_options prints the option list that both benches share, with extra (option
+ * lines of one bench only) at the end of its Output part. */
+void bo_usage_options(FILE *f, const char *extra);
 
 #endif
