@@ -1,14 +1,14 @@
 /*
- * bench.c - a2a-bench: the ALLTOALLV workloads of ../shared/bench/WORKLOADS.md
+ * bench.c - a2a-bench: the ALLTOALLV workloads of bench/WORKLOADS.md
  * over a2a_all_to_all_v, with the methodology of the MPI reference bench
- * (mpi_alltoallv_bench.c), so that both outputs can be put side by side.
+ * (bench/mpi_alltoallv_bench.c), so that both outputs can be put side by side.
  *
  * A job: run it under a2a-launch (or with A2A_WORKER_URL and A2A_RANK set).
  * For every pattern and size S (bytes each rank sends, self included):
  *   1. fill the send buffer, poison the receive buffer (0xA5), one op, verify
  *      every element and the checksum;
  *   2. -w warm-up ops; their mean time (max over ranks) sets the number of
- *      timed iterations, floor(-t / mean) clamped to [-n, -m];
+ *      timed iterations, floor(--target / mean) clamped to [--min-iters, --max-iters] (or -n);
  *   3. timed ops: barrier (not timed); t0; op; t = now - t0 on every rank;
  *      per iteration the max over ranks; the median is reported;
  *   4. poison again, one more op, verify again.
