@@ -304,6 +304,45 @@ url_check(const char *url)
     return "URL must start with tcp://, tls+tcp:// or ipc://";
 }
 
+/* options_first returns a copy of argv (freed by the caller; NULL when out of memory) with the
+ * options and their values first, then "--", then the command and its arguments, so that
+ * options may follow the command while a negative number stays an argument ("create g -1"
+ * must say -1 is not a world rank, not that -1 is no option). */
+static char **
+options_first(int argc, char **argv, int *nargc)
+{
+    char **out = calloc((size_t)argc + 2, sizeof(*out)),
+         **args = calloc((size_t)argc, sizeof(*args));
+    int no = 0, na = 0, i;
+    if (out == NULL || args == NULL) {
+        free(out), free(args);
+        return NULL;
+    }
+    out[no++] = argv[0];
+    for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || a[1] == '\0' || (a[1] >= '0' && a[1] <= '9')) {
+            args[na++] = argv[i];
+            continue;
+        }
+        out[no++] = argv[i];
+        int takes = (a[1] != '-' && a[2] == '\0' && strchr("ctk", a[1]) != NULL) ||
+                    (a[1] == '-' && strchr(a, '=') == NULL &&
+                     (strcmp(a, "--coordinator") == 0 || strcmp(a, "--timeout") == 0 ||
+                      strcmp(a, "--token-file") == 0 || strncmp(a, "--tls-", 6) == 0));
+        if (takes && i + 1 < argc)
+            out[no++] = argv[++i];
+    }
+    out[no++] = "--";
+    for (int k = 0; k < na; k++)
+        out[no++] = args[k];
+    for (i++; i < argc; i++) /* what followed the user's own "--" */
+        out[no++] = argv[i];
+    free(args);
+    *nargc = no;
+    return out;
+}
+
 /* parse_args reads the options, before or after the command; returns -1 to go on, else the
  * exit status. */
 static int
@@ -318,7 +357,7 @@ parse_args(ctl *c, int argc, char **argv, const char **url, const char **token_f
     int ch;
     char *end;
 
-    while ((ch = getopt_long(argc, argv, "c:jt:k:hV", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+c:jt:k:hV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c': *url = optarg; break;
         case 'j': c->json = 1; break;
@@ -348,8 +387,9 @@ parse_args(ctl *c, int argc, char **argv, const char **url, const char **token_f
     return -1;
 }
 
-int
-main(int argc, char **argv)
+/* ctl_main is main on the reordered command line. */
+static int
+ctl_main(int argc, char **argv)
 {
     const char *url = getenv("A2A_COORDINATOR_URL"), *token_file = NULL, *why;
     secure sec;
@@ -357,7 +397,6 @@ main(int argc, char **argv)
     char err[512];
     int rc;
 
-    log_init("a2a-ctl");
     if ((rc = parse_args(&c, argc, argv, &url, &token_file)) >= 0)
         return rc;
     c.cmd = argv[optind];
@@ -366,7 +405,7 @@ main(int argc, char **argv)
                        "no coordinator: give --coordinator URL or set A2A_COORDINATOR_URL", 2);
     if ((why = url_check(url)) != NULL) {
         snprintf(err, sizeof(err), "%s, got \"%.300s\"", why, url);
-        return fail_rc(&c, A2A_ERR_INVALID_ARGUMENT, err, 2);
+        return fail(&c, A2A_ERR_INVALID_ARGUMENT, err);
     }
     if (secure_from_env(&sec, token_file, err, sizeof(err)) != A2A_OK)
         return fail(&c, A2A_ERR_INVALID_ARGUMENT, err);
@@ -377,5 +416,21 @@ main(int argc, char **argv)
     rc = run(&c, argc - optind, argv + optind);
     rpc_client_free(c.cli);
     secure_fini(&sec);
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    char **args;
+    int nargs, rc;
+
+    log_init("a2a-ctl");
+    if ((args = options_first(argc, argv, &nargs)) == NULL) {
+        fprintf(stderr, "a2a-ctl: out of memory\n");
+        return 1;
+    }
+    rc = ctl_main(nargs, args);
+    free(args);
     return rc;
 }

@@ -66,7 +66,7 @@ cli() {
         "$bench" -t 2
     expect "a2a-bench -b 64Q" 2 "^a2a-bench: -b 64Q: not a size" "$bench" -b 64Q
     expect "a2a-bench --patterns foo" 2 "^a2a-bench: --patterns foo:" "$bench" --patterns foo
-    expect "a2a-ctl URL without a scheme" 2 "URL must start with tcp://, tls\+tcp:// or ipc://" \
+    expect "a2a-ctl URL without a scheme" 1 "URL must start with tcp://, tls\+tcp:// or ipc://" \
         "$ctl" health --coordinator 127.0.0.1:7000
     expect "a2a-ctl without a command" 2 "no command" "$ctl" --json
     A2A_LOG_LEVEL=loud "$ctl" health --coordinator tcp://127.0.0.1:1 --timeout 200 >"$tmp/ll" 2>&1
@@ -151,6 +151,8 @@ ctl_mode() {
         "$ctl" --json resolve nope --coordinator "$url"
     expect "plain error is one line" 1 '^a2a-ctl: resolve: NOT_FOUND: no group "nope"$' \
         "$ctl" resolve nope --coordinator "$url"
+    expect "options after the arguments; a negative rank stays an argument" 1 \
+        '^a2a-ctl: create: INVALID_ARGUMENT: "-1" is not a world rank$' "$ctl" create g 1 -1 --coordinator "$url"
     expect "--json usage error is JSON" 2 '^\{"error":"resolve takes GROUP' "$ctl" resolve --json --coordinator "$url"
     expect "--tls-cert alone: all three or none" 1 "A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA" \
         "$ctl" health --coordinator "$url" --tls-cert /etc/hostname
@@ -202,7 +204,7 @@ compare() {
     # A2A_SHARED points nowhere: everything compare.sh needs is in the clone
     expect "compare.sh from the repository alone" 0 "results in" env A2A_SHARED=/nonexistent \
         bash "$src/bench/compare.sh" --build-dir "$build" --out "$tmp/cmp" --shapes 1x2 --repeat 1 \
-        -b 64 -e 1K -f 16 --patterns uniform,incast --target 0.02
+        -b 64 -e 64 --patterns uniform,incast --target 0.01
     if grep -Eq '^\| uniform \| 2 \| 1x2 \| 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x' "$tmp/cmp/table.md" &&
         [ "$(grep -c '^| .* | - | - |' "$tmp/cmp/table.md")" = 0 ]; then
         ok "table.md has the MPI columns filled"
