@@ -4,7 +4,7 @@
 #
 #   bench/bigop.sh [--shape 2x2] [--sizes "64M 1G"] [-p uniform] [--shared] [--build-dir DIR]
 #
-# Runs a2a-bench under a2a-launch once per size (-t 0.3: at least 5 timed
+# Runs a2a-bench under a2a-launch once per size (--target 0.3: at least 5 timed
 # iterations), samples the peak resident memory (VmHWM) of every a2a-worker
 # while it runs, and prints per size: median time, algbw, and the largest
 # worker peak. Compare the algbw of the sizes, and the peak with the README's
@@ -34,7 +34,7 @@ echo "|---|---|---|---|---|---|"
 for S in $SIZES; do
     out=$(mktemp)
     "$BUILD/tools/a2a-launch" --workers "$w" --ranks-per-worker "$r" -- \
-        "$BUILD/tools/a2a-bench" -p "$PAT" -b "$S" -e "$S" -t 0.3 -q $EXTRA -o "$out" \
+        "$BUILD/tools/a2a-bench" --patterns "$PAT" -b "$S" -e "$S" --target 0.3 --quiet $EXTRA --output "$out" \
         >"$out.log" 2>&1 &
     launch=$! peak=0
     while kill -0 "$launch" 2>/dev/null; do

@@ -12,16 +12,20 @@
 # --netns: ideal = busiest host's max(out, in) / B with B the TCP goodput of one
 # host link (WORKLOADS.md 5), measured with iperf3 between two namespaces
 # (--goodput GBIT to give it; without iperf3 the nominal --rate is used).
-# Environment: A2A_SHARED (default: ../shared beside the repository).
+# The MPI reference is bench/mpi_alltoallv_bench.c, built with mpicc; without
+# Open MPI (mpicc, mpirun) compare.sh stops at once unless --no-mpi.
+# Environment: MPICC, MPIRUN (default mpicc, mpirun); A2A_SHARED (default
+# ../shared beside the repository) only for --netns (its netns_cluster.sh).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${A2A_SHARED:-$ROOT/../shared}
+MPICC=${MPICC:-mpicc} MPIRUN_BIN=${MPIRUN:-mpirun}
 BUILD=$ROOT/build
 QUICK=0 SIZES=both PATTERNS=all TARGET="" REPEAT=2 SHAPES="2x2 4x1 2x4 4x2"
 BMIN="" BMAX="" BFAC="" OUT="" TABLE_ONLY="" MPI=1 CEIL_GBIT=47.6 NETNS=0 RATE="" GOODPUT=""
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 A2A_EXTRA=""
 while [ $# -gt 0 ]; do
     case $1 in
@@ -30,8 +34,8 @@ while [ $# -gt 0 ]; do
         -b) BMIN=$2; shift ;;
         -e) BMAX=$2; shift ;;
         -f) BFAC=$2; shift ;;
-        -p) PATTERNS=$2; shift ;;
-        -t) TARGET=$2; shift ;;
+        -p|--patterns) PATTERNS=$2; shift ;;
+        -t|--target) TARGET=$2; shift ;;
         --repeat) REPEAT=$2; shift ;;
         --shapes) SHAPES=$2; shift ;;
         --build-dir) BUILD=$(cd "$2" 2>/dev/null && pwd || echo "$2"); shift ;;
@@ -79,18 +83,23 @@ prepare() {
 
     MPIBENCH=""
     if [ "$MPI" = 1 ]; then
-        if ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then
-            log "no mpirun/mpicc (apt-get install openmpi-bin libopenmpi-dev): a2a only"; MPI=0
-        elif [ ! -f "$SHARED/bench/mpi_alltoallv_bench.c" ]; then
-            log "no $SHARED/bench/mpi_alltoallv_bench.c (set A2A_SHARED): a2a only"; MPI=0
-        else
-            MPIBENCH=$OUT/mpi_alltoallv_bench
-            mpicc -O2 -I"$SHARED/bench" -o "$MPIBENCH" "$SHARED/bench/mpi_alltoallv_bench.c"
-        fi
+        MPIBENCH=$OUT/mpi_alltoallv_bench
+        "$MPICC" -O2 -I"$ROOT" -I"$BUILD/generated" -o "$MPIBENCH" "$ROOT/bench/mpi_alltoallv_bench.c" \
+            "$ROOT/tools/benchopt.c" "$ROOT/tools/workload.c" ||
+            { echo "compare.sh: $MPICC could not build bench/mpi_alltoallv_bench.c" >&2; exit 1; }
     fi
 }
 
-MPIRUN=(mpirun --oversubscribe --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
+# Open MPI is half of the comparison: without it, stop before anything runs
+if [ -z "$TABLE_ONLY" ] && [ "$MPI" = 1 ]; then
+    for tool in "$MPICC" "$MPIRUN_BIN"; do
+        command -v "$tool" >/dev/null || {
+            echo "compare.sh: no $tool: install Open MPI (apt-get install openmpi-bin libopenmpi-dev), or pass --no-mpi for a2a alone" >&2
+            exit 1; }
+    done
+fi
+
+MPIRUN=("$MPIRUN_BIN" --oversubscribe --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
 [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
 
 # run_one FILE CMD...: the bench lines of one run into FILE (summarize.sh format)
@@ -104,7 +113,7 @@ run_one() {
     fi
 }
 
-benchargs() { echo "-p $PATTERNS -b $1 -e $2 -f $3 -t $TARGET"; }
+benchargs() { echo "--patterns $PATTERNS -b $1 -e $2 -f $3 --target $TARGET"; }
 
 # ---- loopback: alternate a2a shapes and MPI, REPEAT times ----
 loopback() {
@@ -119,7 +128,7 @@ loopback() {
                 local f=$OUT/a2a_${shape}_N${n}_r$r.txt
                 local part=$OUT/.part.txt
                 run_one "$part" "$(basename "$f")" "$LAUNCH" --workers "$w" --ranks-per-worker "$rpw" -- \
-                    "$BENCH" $args $A2A_EXTRA -o "$part.out"
+                    "$BENCH" $args $A2A_EXTRA --output "$part.out"
                 cat "$part" "$part.out" >>"$f" 2>/dev/null || true
                 cat "$part.log" >>"$f.log"; rm -f "$part" "$part.out" "$part.log"
             done
@@ -184,13 +193,13 @@ netns() {
                     "$BENCH" $args >>"$f.log" 2>&1 & jp+=($!)
             done
             bash "$NS" exec 1 env A2A_WORKER_URL="tcp://$NET.1:7100" A2A_RANK=0 A2A_WORLD_SIZE=$K \
-                A2A_COORDINATOR_URL="tcp://$NET.1:7000" "$BENCH" $args -o "$f.part" \
+                A2A_COORDINATOR_URL="tcp://$NET.1:7000" "$BENCH" $args --output "$f.part" \
                 >>"$f.log" 2>&1 || FAILED=1
             for p in "${jp[@]}"; do wait "$p" || FAILED=1; done
             cat "$f.part" >>"$f" 2>/dev/null || true; rm -f "$f.part"
             if [ "$MPI" = 1 ]; then
                 local g=$OUT/ompi_tcp_netns_N${K}_r$r.txt
-                run_one "$g.p" "$(basename "$g")" bash "$NS" exec 1 mpirun --allow-run-as-root -np $K -H "$hosts" \
+                run_one "$g.p" "$(basename "$g")" bash "$NS" exec 1 "$MPIRUN_BIN" --allow-run-as-root -np $K -H "$hosts" \
                     --mca plm_rsh_agent "$NS rsh" --mca plm_rsh_no_tree_spawn 1 --mca pml ob1 \
                     --mca btl tcp,self --mca btl_tcp_if_include "$NET.0/24" \
                     --mca oob_tcp_if_include "$NET.0/24" --mca mpi_yield_when_idle 1 "$MPIBENCH" $args
@@ -282,11 +291,7 @@ else
       echo; echo "a2a us / MPI us: median over $REPEAT runs of each run's median op time (max over ranks)."
       echo; table "*_N*_r*.txt" wire "$CEIL_GBIT"; } | tee "$OUT/table.md"
 fi
-if [ -f "$SHARED/bench/summarize.sh" ]; then
-    RATE_GBIT=$( [ -n "$RATE" ] && echo "$gbit" || echo "$CEIL_GBIT") \
-        IDEAL=$( [ -n "$RATE" ] && echo host || echo wire) \
-        bash "$SHARED/bench/summarize.sh" "$OUT" >"$OUT/summary.md" 2>/dev/null || true
-fi
+bash "$ROOT/bench/summarize.sh" "$OUT" >"$OUT/summary.md"
 log "results in $OUT (table.md, summary.md, raw *_N*_r*.txt and their .log)"
 if grep -h -v '^#' "$OUT"/*_N*_r*.txt 2>/dev/null | awk 'NF == 7 && $7 != "ok" {b = 1} END {exit !b}'; then
     log "some lines are not ok"; FAILED=1

@@ -8,12 +8,16 @@ function(a2a_internal_library name)
   target_link_libraries(${name} PUBLIC ${A_LINK})
 endfunction()
 
-# a2a_tool(NAME SOURCES... LINK libs...): an installed command-line tool.
+# a2a_tool(NAME SOURCES... LINK libs...): an installed command-line tool, linked from build/bin/.
 function(a2a_tool name)
   cmake_parse_arguments(A "" "" "SOURCES;LINK" ${ARGN})
   add_executable(${name} ${A_SOURCES})
   target_link_libraries(${name} PRIVATE ${A_LINK})
   install(TARGETS ${name} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # build/bin/NAME: every tool in one folder, for PATH after a build
+  add_custom_command(TARGET ${name} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/bin
+    COMMAND ${CMAKE_COMMAND} -E create_symlink $<TARGET_FILE:${name}> ${PROJECT_BINARY_DIR}/bin/${name})
 endfunction()
 
 # a2a_unit_test(NAME SOURCES... LINK libs... [TIMEOUT s]): a CUnit suite run

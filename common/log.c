@@ -10,6 +10,7 @@
 
 static const char *log_prog = "a2a";
 static int log_level_cur = LOG_INFO;
+static int log_warned; /* a bad $A2A_LOG_LEVEL was reported */
 static const char *const log_names[] = {"error", "warn", "info", "debug"};
 
 void
@@ -21,8 +22,15 @@ log_init(const char *prog)
     if (env == NULL || *env == '\0')
         return;
     for (int i = LOG_ERROR; i <= LOG_DEBUG; i++)
-        if (strcasecmp(env, log_names[i]) == 0)
+        if (strcasecmp(env, log_names[i]) == 0) {
             log_level_cur = i;
+            return;
+        }
+    if (!log_warned) { /* once per process, however often log_init runs */
+        log_warned = 1;
+        log_msg(LOG_WARN, "A2A_LOG_LEVEL=\"%s\" is not error, warn, info or debug: using %s", env,
+                log_names[log_level_cur]);
+    }
 }
 
 int

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "a2a_version.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "coord.h"
@@ -20,6 +21,7 @@ usage(FILE *f)
                "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
                "  --listen URL    where to listen (default: coordinator.url of FILE);\n"
                "                  a port of 0 takes a free port\n"
+               "  --version       print \"a2a-coordinator VERSION\" and exit\n"
                "\n"
                "Prints \"listening on URL\" on stdout once it serves. SIGHUP reloads FILE\n"
                "(a bad file keeps the last good one); SIGTERM or SIGINT stops it.\n"
@@ -92,6 +94,7 @@ main(int argc, char **argv)
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"listen", required_argument, NULL, 'l'},
                                          {"help", no_argument, NULL, 'h'},
+                                         {"version", no_argument, NULL, 'V'},
                                          {NULL, 0, NULL, 0}};
     const char *path = NULL, *listen = NULL;
     char err[1024];
@@ -100,11 +103,12 @@ main(int argc, char **argv)
     int ch;
 
     log_init("a2a-coordinator");
-    while ((ch = getopt_long(argc, argv, "c:l:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:l:hV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c': path = optarg; break;
         case 'l': listen = optarg; break;
         case 'h': usage(stdout); return 0;
+        case 'V': printf("%s %s\n", "a2a-coordinator", A2A_VERSION); return 0;
         default: usage(stderr); return 2;
         }
     }

@@ -1,14 +1,14 @@
 /*
- * bench.c - a2a-bench: the ALLTOALLV workloads of ../shared/bench/WORKLOADS.md
+ * bench.c - a2a-bench: the ALLTOALLV workloads of bench/WORKLOADS.md
  * over a2a_all_to_all_v, with the methodology of the MPI reference bench
- * (mpi_alltoallv_bench.c), so that both outputs can be put side by side.
+ * (bench/mpi_alltoallv_bench.c), so that both outputs can be put side by side.
  *
  * A job: run it under a2a-launch (or with A2A_WORKER_URL and A2A_RANK set).
  * For every pattern and size S (bytes each rank sends, self included):
  *   1. fill the send buffer, poison the receive buffer (0xA5), one op, verify
  *      every element and the checksum;
  *   2. -w warm-up ops; their mean time (max over ranks) sets the number of
- *      timed iterations, floor(-t / mean) clamped to [-n, -m];
+ *      timed iterations, floor(--target / mean) clamped to [--min-iters, --max-iters] (or -n);
  *   3. timed ops: barrier (not timed); t0; op; t = now - t0 on every rank;
  *      per iteration the max over ranks; the median is reported;
  *   4. poison again, one more op, verify again.
@@ -24,22 +24,8 @@
 #include <unistd.h>
 
 #include "a2a.h"
+#include "tools/benchopt.h"
 #include "tools/workload.h"
-
-static const char *const bench_dtype_names[] = {"int8",    "uint8",   "int16",   "uint16",
-                                                "int32",   "uint32",  "int64",   "uint64",
-                                                "float16", "float32", "float64", "bfloat16"};
-
-typedef struct {
-    char patterns[256];
-    uint64_t smin, smax, factor;
-    uint32_t seed;
-    double target;
-    int warmup, min_iters, max_iters, quiet, json, shared;
-    a2a_dtype dtype;
-    size_t esize;
-    const char *out_path;
-} bench_opts;
 
 typedef struct {
     a2a_job *job;
@@ -180,7 +166,8 @@ bench_gather_max(bench_ctx *c, const double *times, int iters, double *tmax)
 static void
 bench_op(bench_ctx *c, const bench_opts *o, bench_size *z)
 {
-    bench_a2a(c, o->dtype, z->sbuf, z->stot, c->sc, c->sd, z->rbuf, z->rtot, c->rc, c->rd);
+    bench_a2a(c, (a2a_dtype)o->dtype, z->sbuf, z->stot, c->sc, c->sd, z->rbuf, z->rtot, c->rc,
+              c->rd);
 }
 
 /* bench_checked_op: poison, one op, verify; adds this rank's wrong elements
@@ -270,7 +257,7 @@ bench_report(bench_ctx *c, const bench_opts *o, bench_size *z, int iters, int ok
                      "\"t_max_us\":%.2f,\"wire_bytes\":%" PRIu64 ",\"max_host_out\":%" PRIu64
                      ",\"max_host_in\":%" PRIu64 ",\"bad_elems\":%" PRIu64
                      ",\"checksum\":\"0x%016" PRIx64 "\"}\n",
-                     name, n, z->s_bytes, bench_dtype_names[o->dtype], med * 1e6, algbw,
+                     name, n, z->s_bytes, bo_dtype_names[o->dtype], med * 1e6, algbw,
                      algbw * (n - 1) / n, ok ? "true" : "false", iters, z->tmax[0] * 1e6,
                      z->tmax[iters - 1] * 1e6, t.wire_bytes, t.max_out, t.max_in, sums[0], sums[2]);
     else {
@@ -348,111 +335,22 @@ bench_one(bench_ctx *c, const bench_opts *o, bench_size *z)
     return ok;
 }
 
-static uint64_t
-bench_parse_size(const char *s) /* 64, 4k, 64M, 1G (1024-based) */
-{
-    char *end;
-    uint64_t v = strtoull(s, &end, 0);
-    switch (*end) {
-    case 'k':
-    case 'K': v <<= 10; break;
-    case 'm':
-    case 'M': v <<= 20; break;
-    case 'g':
-    case 'G': v <<= 30; break;
-    }
-    return v;
-}
-
 static void
 bench_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: a2a-bench [-p all|uniform,skew,incast,sparse] [-b MIN] [-e MAX] [-f FACTOR]\n"
-            "                 [-s SEED] [-t TARGET_S] [-w WARMUP] [-n MIN_ITERS] [-m MAX_ITERS]\n"
-            "                 [-q] [-d DTYPE] [-o FILE] [--json]\n"
-            "\n"
-            "A job (run it under a2a-launch): the ALLTOALLV workloads of WORKLOADS.md over\n"
-            "a2a_all_to_all_v on hccl_world_group, every size verified twice.\n"
-            "  -p  patterns (default all)      -b/-e  bytes per rank, min/max (64, 64M)\n"
-            "  -f  size factor (4)             -s  sparse seed (1)\n"
-            "  -t  seconds of timed ops per size (0.3)   -w  warm-up ops (3)\n"
-            "  -n/-m  timed iterations, min/max (5, 10000)  -q  no '#   iters=' lines\n"
-            "  -d  element type (int32): int8 .. bfloat16; T = S / element size\n"
-            "  -o  rank 0 also writes its result lines to FILE (without any prefix)\n"
-            "  --json  one JSON object per size instead of the table\n"
-            "  --shared  send and receive buffers from a2a_buffer_alloc (shared with the worker)\n"
-            "Rank 0 prints: pattern N S_bytes time_us_median algbw_GBps busbw_GBps ok\n");
-}
-
-static int
-bench_parse_dtype(const char *s)
-{
-    for (int i = 0; i < (int)(sizeof(bench_dtype_names) / sizeof(bench_dtype_names[0])); i++)
-        if (strcmp(s, bench_dtype_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-/* bench_parse_opts fills o from argv; returns 0, 1 after --help, or -1. */
-static int
-bench_parse_opts(int argc, char **argv, bench_opts *o)
-{
-    static const struct option longs[] = {{"json", no_argument, NULL, 'J'},
-                                          {"shared", no_argument, NULL, 'S'},
-                                          {"output", required_argument, NULL, 'o'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
-    int opt, dt;
-    *o = (bench_opts){.smin = 64,
-                      .smax = 64ull << 20,
-                      .factor = 4,
-                      .seed = WL_DEFAULT_SEED,
-                      .target = 0.3,
-                      .warmup = 3,
-                      .min_iters = 5,
-                      .max_iters = 10000,
-                      .dtype = A2A_INT32};
-    snprintf(o->patterns, sizeof(o->patterns), "all");
-    while ((opt = getopt_long(argc, argv, "p:b:e:f:s:t:w:n:m:qd:o:h", longs, NULL)) != -1) {
-        switch (opt) {
-        case 'p': snprintf(o->patterns, sizeof(o->patterns), "%s", optarg); break;
-        case 'b': o->smin = bench_parse_size(optarg); break;
-        case 'e': o->smax = bench_parse_size(optarg); break;
-        case 'f': o->factor = strtoull(optarg, NULL, 0); break;
-        case 's': o->seed = (uint32_t)strtoul(optarg, NULL, 0); break;
-        case 't': o->target = atof(optarg); break;
-        case 'w': o->warmup = atoi(optarg); break;
-        case 'n': o->min_iters = atoi(optarg); break;
-        case 'm': o->max_iters = atoi(optarg); break;
-        case 'q': o->quiet = 1; break;
-        case 'd':
-            if ((dt = bench_parse_dtype(optarg)) < 0)
-                return -1;
-            o->dtype = (a2a_dtype)dt;
-            break;
-        case 'o': o->out_path = optarg; break;
-        case 'J': o->json = 1; break;
-        case 'S': o->shared = 1; break;
-        case 'h': bench_usage(stdout); return 1;
-        default: return -1;
-        }
-    }
-    o->esize = a2a_dtype_size(o->dtype);
-    if (optind != argc || !wl_esize_valid(o->esize) || o->factor < 2 || o->smin < o->esize ||
-        o->smin % o->esize != 0 || o->smax < o->smin || o->min_iters < 1 ||
-        o->max_iters < o->min_iters || o->warmup < 0 || o->target < 0)
-        return -1;
-    if (strcmp(o->patterns, "all") == 0)
-        snprintf(o->patterns, sizeof(o->patterns), "uniform,skew,incast,sparse");
-    for (char *p = o->patterns, *end; *p != '\0'; p = *end ? end + 1 : end) {
-        end = p + strcspn(p, ",");
-        char name[32];
-        snprintf(name, sizeof(name), "%.*s", (int)(end - p), p);
-        if (wl_pattern_from_name(name) < 0)
-            return -1;
-    }
-    return 0;
+    fprintf(f, "usage: a2a-bench [OPTIONS]\n"
+               "\n"
+               "A job (run it under a2a-launch, e.g. a2a-launch -n 4 -- a2a-bench -b 1M -e 16M):\n"
+               "the ALLTOALLV workloads of bench/WORKLOADS.md over a2a_all_to_all_v on\n"
+               "hccl_world_group, every size verified twice. bench/mpi_alltoallv_bench takes\n"
+               "the same options.\n"
+               "\n");
+    bo_usage_options(f, "  --shared             buffers from a2a_buffer_alloc (shared with the "
+                        "worker)\n");
+    fprintf(f, "\n"
+               "Rank 0 prints: pattern N S_bytes time_us_median algbw_GBps busbw_GBps ok\n"
+               "Exit status: 0 when every size was ok, 1 when one was not, 2 for bad usage\n"
+               "or a failed call.\n");
 }
 
 /* bench_ctx_init opens the job and allocates the per-rank arrays. */
@@ -491,7 +389,7 @@ bench_header(bench_ctx *c, const bench_opts *o)
              "  lib=a2a  dtype=%s\n"
              "# pattern N S_bytes time_us_median algbw_GBps busbw_GBps ok\n",
              c->n, o->seed, o->target, o->warmup, o->min_iters, o->max_iters, host,
-             bench_dtype_names[o->dtype]);
+             bo_dtype_names[o->dtype]);
     fputs(line, stdout);
     fflush(stdout);
     if (c->out != NULL)
@@ -504,12 +402,14 @@ main(int argc, char **argv)
     bench_opts o;
     bench_ctx c;
     bench_size z = {0};
-    int all_ok = 1, r = bench_parse_opts(argc, argv, &o);
-    if (r != 0) {
-        if (r < 0)
-            bench_usage(stderr);
+    int all_ok = 1, r = bo_parse(&o, argc, argv, "a2a-bench", bench_usage);
+    if (r != 0)
         return r < 0 ? 2 : 0;
-    }
+    for (int i = 0; i < BO_DTYPE_COUNT; i++) /* benchopt's table follows a2a_dtype */
+        if (bo_dtype_size(i) != a2a_dtype_size((a2a_dtype)i)) {
+            fprintf(stderr, "a2a-bench: dtype table out of date at %s\n", bo_dtype_names[i]);
+            return 2;
+        }
     bench_ctx_init(&c, &o);
     bench_header(&c, &o);
     z.counts = malloc((size_t)c.n * c.n * sizeof(uint64_t));
@@ -519,11 +419,9 @@ main(int argc, char **argv)
         bench_die(&c, "%s", "out of memory");
     for (char *tok = strtok(o.patterns, ","); tok != NULL; tok = strtok(NULL, ",")) {
         z.pattern = wl_pattern_from_name(tok);
-        for (uint64_t s = o.smin; s <= o.smax; s *= o.factor) {
+        for (uint64_t s = o.smin; s != 0; s = bo_next_size(&o, s)) {
             z.s_bytes = s;
             all_ok &= bench_one(&c, &o, &z);
-            if (s > o.smax / o.factor)
-                break;
         }
     }
     free(z.counts), free(z.times), free(z.tmax);

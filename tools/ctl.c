@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "a2a_version.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/wire.h"
@@ -21,31 +22,35 @@ typedef struct {
 static void
 usage(FILE *f)
 {
-    fprintf(f, "usage: a2a-ctl [--coordinator URL] [--json] [--timeout MS] COMMAND\n"
-               "\n"
-               "Commands:\n"
-               "  health              is the coordinator up? (exit 0 when it answers)\n"
-               "  groups              list every group: name, size, epoch, origin\n"
-               "  resolve GROUP       the members of GROUP: group rank, world rank, worker\n"
-               "  create GROUP R...   create GROUP from world ranks R... (idempotent)\n"
-               "  destroy GROUP       destroy a group created with create\n"
-               "\n"
-               "Options:\n"
-               "  --coordinator URL   default $A2A_COORDINATOR_URL, e.g. tcp://127.0.0.1:7000\n"
-               "  --json              print JSON for scripts instead of text\n"
-               "  --timeout MS        deadline of the call (default 5000)\n"
-               "  --token-file FILE   the cluster's shared secret (default $A2A_TOKEN_FILE);\n"
-               "                      TLS: set A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA\n"
-               "\n"
-               "Exit status: 0 on success; 1 with one line \"a2a-ctl: CMD: STATUS: reason\"\n"
-               "when the call fails; 2 for bad usage.\n");
-}
-
-static int
-fail(const ctl *c, a2a_status st, const char *msg)
-{
-    fprintf(stderr, "a2a-ctl: %s: %s: %s\n", c->cmd, a2a_status_name(st), msg);
-    return 1;
+    fprintf(
+        f, "usage: a2a-ctl [OPTIONS] COMMAND [ARGS] [OPTIONS]\n"
+           "\n"
+           "Asks the coordinator about groups. Options may come before or after the\n"
+           "command; \"--\" ends them.\n"
+           "\n"
+           "Commands:\n"
+           "  health              is the coordinator up? (exit 0 when it answers)\n"
+           "  groups              list every group: name, size, epoch, origin\n"
+           "  resolve GROUP       the members of GROUP: group rank, world rank, worker\n"
+           "  create GROUP R...   create GROUP from world ranks R... (idempotent)\n"
+           "  destroy GROUP       destroy a group created with create\n"
+           "\n"
+           "Options:\n"
+           "  --coordinator URL   default $A2A_COORDINATOR_URL; tcp://HOST:PORT,\n"
+           "                      tls+tcp://HOST:PORT or ipc:///PATH\n"
+           "  --json              print JSON for scripts instead of text; a failure is\n"
+           "                      {\"error\":MESSAGE,\"status\":STATUS,\"command\":CMD} on stdout\n"
+           "  --timeout MS        deadline of the call, connecting included (default 5000)\n"
+           "  --token-file FILE   the cluster's shared secret (default $A2A_TOKEN_FILE)\n"
+           "  --tls-cert FILE     TLS: this client's certificate (default $A2A_TLS_CERT)\n"
+           "  --tls-key FILE      TLS: its private key (default $A2A_TLS_KEY)\n"
+           "  --tls-ca FILE       TLS: the CA that signed the servers (default $A2A_TLS_CA);\n"
+           "                      give all three or none\n"
+           "  --help              this text\n"
+           "  --version           print \"a2a-ctl VERSION\" and exit\n"
+           "\n"
+           "Exit status: 0 on success; 1 with one line \"a2a-ctl: CMD: STATUS: reason\"\n"
+           "(JSON with --json) when the call fails; 2 for bad usage.\n");
 }
 
 /* json_str prints s as a JSON string. */
@@ -63,6 +68,30 @@ json_str(const char *s)
             putchar(ch);
     }
     putchar('"');
+}
+
+/* fail_rc reports a failed command: one line on stderr, or with --json one JSON object on
+ * stdout; returns rc. */
+static int
+fail_rc(const ctl *c, a2a_status st, const char *msg, int rc)
+{
+    if (c->json) {
+        printf("{\"error\":");
+        json_str(msg);
+        printf(",\"status\":\"%s\",\"command\":", a2a_status_name(st));
+        json_str(c->cmd != NULL ? c->cmd : "");
+        printf("}\n");
+    } else {
+        fprintf(stderr, "a2a-ctl: %s: %s: %s\n", c->cmd != NULL ? c->cmd : "a2a-ctl",
+                a2a_status_name(st), msg);
+    }
+    return rc;
+}
+
+static int
+fail(const ctl *c, a2a_status st, const char *msg)
+{
+    return fail_rc(c, st, msg, 1);
 }
 
 static a2a_status
@@ -173,15 +202,15 @@ print_destroyed(const ctl *c, const char *name)
 
 /* parse_ranks reads world ranks from argv; -1 with a message on a bad one. */
 static int
-parse_ranks(int64_t *ranks, int n, char **argv)
+parse_ranks(const ctl *c, int64_t *ranks, int n, char **argv)
 {
     for (int i = 0; i < n; i++) {
-        char *end;
+        char *end, msg[300];
         errno = 0;
         long long v = strtoll(argv[i], &end, 10);
         if (errno != 0 || end == argv[i] || *end != '\0' || v < 0) {
-            fprintf(stderr, "a2a-ctl: create: INVALID_ARGUMENT: \"%s\" is not a world rank\n",
-                    argv[i]);
+            snprintf(msg, sizeof(msg), "\"%.200s\" is not a world rank", argv[i]);
+            fail(c, A2A_ERR_INVALID_ARGUMENT, msg);
             return -1;
         }
         ranks[i] = v;
@@ -207,7 +236,7 @@ build_request(ctl *c, msgpack_sbuffer *sb, int argc, char **argv, int *rc)
     }
     if (strcmp(cmd, "create") == 0 && nargs >= 2) {
         int64_t *ranks = calloc((size_t)nargs - 1, sizeof(*ranks));
-        if (ranks == NULL || parse_ranks(ranks, nargs - 1, argv + 2) != 0) {
+        if (ranks == NULL || parse_ranks(c, ranks, nargs - 1, argv + 2) != 0) {
             free(ranks);
             *rc = 1;
             return NULL;
@@ -216,7 +245,18 @@ build_request(ctl *c, msgpack_sbuffer *sb, int argc, char **argv, int *rc)
         free(ranks);
         return "CreateGroup";
     }
-    fprintf(stderr, "a2a-ctl: bad command line (see a2a-ctl --help)\n");
+    {
+        static const char *const known[] = {"health", "groups", "resolve", "destroy", "create"};
+        static const char *const want[] = {"no arguments", "no arguments", "GROUP", "GROUP",
+                                           "GROUP and at least one world rank"};
+        char msg[300];
+        snprintf(msg, sizeof(msg), "unknown command \"%.100s\" (see a2a-ctl --help)", cmd);
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+            if (strcmp(cmd, known[i]) == 0)
+                snprintf(msg, sizeof(msg), "%s takes %s, got %d argument%s", cmd, want[i], nargs,
+                         nargs == 1 ? "" : "s");
+        fail_rc(c, A2A_ERR_INVALID_ARGUMENT, msg, 2);
+    }
     return NULL;
 }
 
@@ -252,65 +292,145 @@ run(ctl *c, int argc, char **argv)
     return rc;
 }
 
-int
-main(int argc, char **argv)
+/* url_check: NULL when url has a scheme NNG dials here, else why not. */
+static const char *
+url_check(const char *url)
 {
-    static const struct option opts[] = {{"coordinator", required_argument, NULL, 'c'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"timeout", required_argument, NULL, 't'},
-                                         {"token-file", required_argument, NULL, 'k'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *url = getenv("A2A_COORDINATOR_URL"), *token_file = NULL;
-    secure sec;
-    ctl c = {.timeout_ms = 5000};
-    char err[512];
-    int ch, rc;
+    static const char *const schemes[] = {"tcp://",      "tcp4://",     "tcp6://", "tls+tcp://",
+                                          "tls+tcp4://", "tls+tcp6://", "ipc://"};
+    for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+        if (strncmp(url, schemes[i], strlen(schemes[i])) == 0)
+            return NULL;
+    return "URL must start with tcp://, tls+tcp:// or ipc://";
+}
 
-    log_init("a2a-ctl");
-    while ((ch = getopt_long(argc, argv, "+c:jt:k:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'c': url = optarg; break;
-        case 'j': c.json = 1; break;
-        case 't': {
-            char *end;
-            c.timeout_ms = strtoll(optarg, &end, 10);
-            if (end == optarg || *end != '\0')
-                c.timeout_ms = -1;
-            break;
+/* options_first returns a copy of argv (freed by the caller; NULL when out of memory) with the
+ * options and their values first, then "--", then the command and its arguments, so that
+ * options may follow the command while a negative number stays an argument ("create g -1"
+ * must say -1 is not a world rank, not that -1 is no option). */
+static char **
+options_first(int argc, char **argv, int *nargc)
+{
+    char **out = calloc((size_t)argc + 2, sizeof(*out)),
+         **args = calloc((size_t)argc, sizeof(*args));
+    int no = 0, na = 0, i;
+    if (out == NULL || args == NULL) {
+        free(out), free(args);
+        return NULL;
+    }
+    out[no++] = argv[0];
+    for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || a[1] == '\0' || (a[1] >= '0' && a[1] <= '9')) {
+            args[na++] = argv[i];
+            continue;
         }
-        case 'k': token_file = optarg; break;
+        out[no++] = argv[i];
+        int takes = (a[1] != '-' && a[2] == '\0' && strchr("ctk", a[1]) != NULL) ||
+                    (a[1] == '-' && strchr(a, '=') == NULL &&
+                     (strcmp(a, "--coordinator") == 0 || strcmp(a, "--timeout") == 0 ||
+                      strcmp(a, "--token-file") == 0 || strncmp(a, "--tls-", 6) == 0));
+        if (takes && i + 1 < argc)
+            out[no++] = argv[++i];
+    }
+    out[no++] = "--";
+    for (int k = 0; k < na; k++)
+        out[no++] = args[k];
+    for (i++; i < argc; i++) /* what followed the user's own "--" */
+        out[no++] = argv[i];
+    free(args);
+    *nargc = no;
+    return out;
+}
+
+/* parse_args reads the options, before or after the command; returns -1 to go on, else the
+ * exit status. */
+static int
+parse_args(ctl *c, int argc, char **argv, const char **url, const char **token_file)
+{
+    static const struct option opts[] = {
+        {"coordinator", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
+        {"timeout", required_argument, NULL, 't'},     {"token-file", required_argument, NULL, 'k'},
+        {"tls-cert", required_argument, NULL, 'C'},    {"tls-key", required_argument, NULL, 'K'},
+        {"tls-ca", required_argument, NULL, 'A'},      {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},           {NULL, 0, NULL, 0}};
+    int ch;
+    char *end;
+
+    while ((ch = getopt_long(argc, argv, "+c:jt:k:hV", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': *url = optarg; break;
+        case 'j': c->json = 1; break;
+        case 't':
+            errno = 0;
+            c->timeout_ms = strtoll(optarg, &end, 10);
+            if (errno != 0 || end == optarg || *end != '\0' || c->timeout_ms <= 0) {
+                fprintf(stderr, "a2a-ctl: --timeout: \"%s\" is not a positive number of ms\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'k': *token_file = optarg; break;
+        case 'C': setenv("A2A_TLS_CERT", optarg, 1); break;
+        case 'K': setenv("A2A_TLS_KEY", optarg, 1); break;
+        case 'A': setenv("A2A_TLS_CA", optarg, 1); break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'V': printf("a2a-ctl %s\n", A2A_VERSION); return 0;
+        default: fprintf(stderr, "a2a-ctl: see a2a-ctl --help\n"); return 2;
         }
     }
     if (optind >= argc) {
-        usage(stderr);
+        fprintf(stderr, "a2a-ctl: no command: give health, groups, resolve, create or destroy "
+                        "(see a2a-ctl --help)\n");
         return 2;
     }
+    return -1;
+}
+
+/* ctl_main is main on the reordered command line. */
+static int
+ctl_main(int argc, char **argv)
+{
+    const char *url = getenv("A2A_COORDINATOR_URL"), *token_file = NULL, *why;
+    secure sec;
+    ctl c = {.timeout_ms = 5000};
+    char err[512];
+    int rc;
+
+    if ((rc = parse_args(&c, argc, argv, &url, &token_file)) >= 0)
+        return rc;
     c.cmd = argv[optind];
-    if (url == NULL || *url == '\0') {
-        fprintf(stderr,
-                "a2a-ctl: %s: no coordinator: give --coordinator URL or set "
-                "A2A_COORDINATOR_URL\n",
-                c.cmd);
-        return 2;
+    if (url == NULL || *url == '\0')
+        return fail_rc(&c, A2A_ERR_INVALID_ARGUMENT,
+                       "no coordinator: give --coordinator URL or set A2A_COORDINATOR_URL", 2);
+    if ((why = url_check(url)) != NULL) {
+        snprintf(err, sizeof(err), "%s, got \"%.300s\"", why, url);
+        return fail(&c, A2A_ERR_INVALID_ARGUMENT, err);
     }
-    if (c.timeout_ms <= 0) {
-        fprintf(stderr, "a2a-ctl: --timeout must be a positive number of milliseconds\n");
-        return 2;
-    }
-    if (secure_from_env(&sec, token_file, err, sizeof(err)) != A2A_OK) {
-        fprintf(stderr, "a2a-ctl: %s: INVALID_ARGUMENT: %s\n", c.cmd, err);
-        return 1;
-    }
+    if (secure_from_env(&sec, token_file, err, sizeof(err)) != A2A_OK)
+        return fail(&c, A2A_ERR_INVALID_ARGUMENT, err);
     if (rpc_client_alloc(&c.cli, url, &sec.client, err, sizeof(err)) != A2A_OK) {
-        fprintf(stderr, "a2a-ctl: %s: INVALID_ARGUMENT: %s\n", c.cmd, err);
         secure_fini(&sec);
-        return 1;
+        return fail(&c, A2A_ERR_INVALID_ARGUMENT, err);
     }
     rc = run(&c, argc - optind, argv + optind);
     rpc_client_free(c.cli);
     secure_fini(&sec);
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    char **args;
+    int nargs, rc;
+
+    log_init("a2a-ctl");
+    if ((args = options_first(argc, argv, &nargs)) == NULL) {
+        fprintf(stderr, "a2a-ctl: out of memory\n");
+        return 1;
+    }
+    rc = ctl_main(nargs, args);
+    free(args);
     return rc;
 }

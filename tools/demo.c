@@ -5,12 +5,14 @@
  *
  * Run it under a2a-launch: a2a-launch --workers 2 --ranks-per-worker 2 -- a2a-demo
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "a2a.h"
+#include "a2a_version.h"
 
 #define GUARD 0x5A5A5A5Au
 
@@ -27,12 +29,63 @@ value_of(int64_t src, int64_t dst, int64_t k)
     return (uint32_t)(src * 1000003 + dst * 10007 + k * 13 + 1);
 }
 
+static void
+demo_usage(FILE *f)
+{
+    fprintf(f, "usage: a2a-demo [ROUNDS]\n"
+               "\n"
+               "A job: one rank of hccl_world_group. Run it under a2a-launch, e.g.\n"
+               "  a2a-launch -n 4 -- a2a-demo\n"
+               "or with A2A_WORKER_URL (its worker) and A2A_RANK (its world rank) set.\n"
+               "Each rank sends a differently sized uint32 slice to every rank (some empty),\n"
+               "then checks every received element and that nothing outside the receive\n"
+               "slices changed, ROUNDS times (default 1), and prints one line:\n"
+               "  rank R of N: sent COUNTS | received COUNTS uint32 | verified\n"
+               "  --help      this text\n"
+               "  --version   print \"a2a-demo VERSION\" and exit\n"
+               "\n"
+               "Exit status: 0 when every round verified, 1 otherwise, 2 for bad usage.\n");
+}
+
+/* demo_args reads ROUNDS from argv: 0 to run, 1 to exit 0 (--help, --version), 2 for bad usage. */
+static int
+demo_args(int argc, char **argv, int64_t *rounds)
+{
+    char *end;
+    *rounds = 1;
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        demo_usage(stdout);
+        return 1;
+    }
+    if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+        printf("a2a-demo %s\n", A2A_VERSION);
+        return 1;
+    }
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+        fprintf(stderr, "a2a-demo: unexpected argument \"%s\" (see a2a-demo --help)\n",
+                argv[argc > 2 ? 2 : 1]);
+        return 2;
+    }
+    if (argc == 2) {
+        errno = 0;
+        *rounds = strtoll(argv[1], &end, 10);
+        if (errno != 0 || end == argv[1] || *end != '\0' || *rounds < 1) {
+            fprintf(stderr, "a2a-demo: ROUNDS must be a positive integer, got \"%s\"\n", argv[1]);
+            return 2;
+        }
+    }
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
     a2a_job *job;
-    int64_t me, n, rounds = argc > 1 ? atoll(argv[1]) : 1;
-    int bad = 0;
+    int64_t me, n, rounds;
+    int bad = 0, parsed = demo_args(argc, argv, &rounds);
+
+    if (parsed != 0)
+        return parsed == 1 ? 0 : 2;
 
     if (a2a_job_open(&job, NULL, -1) != A2A_OK) {
         fprintf(stderr, "a2a-demo: %s\n", a2a_job_error(NULL));

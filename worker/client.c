@@ -899,8 +899,14 @@ a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
     job->lsock = -1;
     job->id.world_rank = world_rank;
     job->op_timeout_ms = CLIENT_DEFAULT_OP_MS;
-    if (env_to != NULL && (parse_i64(env_to, &job->op_timeout_ms) != 0 || job->op_timeout_ms <= 0))
+    if (env_to != NULL &&
+        (parse_i64(env_to, &job->op_timeout_ms) != 0 || job->op_timeout_ms <= 0)) {
+        fprintf(
+            stderr,
+            "liba2a: warning: A2A_OP_TIMEOUT_MS=\"%s\" is not a positive number of ms: using %d\n",
+            env_to, CLIENT_DEFAULT_OP_MS);
         job->op_timeout_ms = CLIENT_DEFAULT_OP_MS;
+    }
     job->chan_off = getenv("A2A_CHANNEL") != NULL && strcmp(getenv("A2A_CHANNEL"), "0") == 0;
     if ((st = secure_from_env(&job->sec, NULL, err, sizeof(err))) != A2A_OK ||
         (st = rpc_client_alloc(&job->cli, worker_url, &job->sec.client, err, sizeof(err))) !=

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "a2a_version.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "engine.h"
@@ -22,9 +23,12 @@ usage(FILE *f)
                "url and peer links to the other workers on its data_url.\n"
                "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
                "  --name NAME     which worker of FILE this is\n"
+               "  --version       print \"a2a-worker VERSION\" and exit\n"
                "\n"
                "Prints \"listening on URL data DATA_URL\" on stdout once it serves.\n"
-               "SIGTERM or SIGINT stops it. Logging: A2A_LOG_LEVEL=error|warn|info|debug.\n");
+               "SIGTERM or SIGINT stops it. SIGHUP is logged and ignored: a worker reads FILE\n"
+               "only when it starts (restart it to apply a change); the coordinator reloads.\n"
+               "Logging: A2A_LOG_LEVEL=error|warn|info|debug (default info).\n");
 }
 
 static int
@@ -90,9 +94,13 @@ serve(const cfg_cluster *cfg, const char *name)
              (long long)w->first_rank, (long long)(w->first_rank + w->ranks - 1),
              rpc_server_url(srv), engine_data_url(e), env.socket != NULL ? env.socket : "none");
     sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    sigwait(&set, &sig);
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
+        log_warn("SIGHUP: nothing to reload (a worker reads %s only when it starts; restart it "
+                 "to apply a change): still serving",
+                 cfg->path);
     log_info("stopping on signal %d", sig);
     engine_stop(e);       /* calls in progress fail with UNAVAILABLE */
     chan_set_stop(chans); /* channel threads close their channels and end */
@@ -110,6 +118,7 @@ main(int argc, char **argv)
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"name", required_argument, NULL, 'n'},
                                          {"help", no_argument, NULL, 'h'},
+                                         {"version", no_argument, NULL, 'V'},
                                          {NULL, 0, NULL, 0}};
     const char *path = NULL, *name = NULL;
     cfg_cluster *cfg;
@@ -118,11 +127,12 @@ main(int argc, char **argv)
     int ch, rc;
 
     log_init("a2a-worker");
-    while ((ch = getopt_long(argc, argv, "c:n:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:n:hV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c': path = optarg; break;
         case 'n': name = optarg; break;
         case 'h': usage(stdout); return 0;
+        case 'V': printf("%s %s\n", "a2a-worker", A2A_VERSION); return 0;
         default: usage(stderr); return 2;
         }
     }
@@ -131,6 +141,7 @@ main(int argc, char **argv)
         return 2;
     }
     sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);

@@ -22,7 +22,8 @@ check() { # check NAME CMD...
 }
 
 check "cmake --install" cmake --install "$build" --prefix "$tmp/prefix"
-for f in bin/a2a-coordinator bin/a2a-worker bin/a2a-ctl bin/a2a-launch include/a2a.h; do
+for f in bin/a2a-coordinator bin/a2a-worker bin/a2a-ctl bin/a2a-launch bin/a2a-demo bin/a2a-bench \
+    include/a2a.h; do
     check "installed $f" test -e "$tmp/prefix/$f"
 done
 libdir=$(ls -d "$tmp"/prefix/lib*/ | head -1)
@@ -67,6 +68,14 @@ check "find_package(a2a) builds" cmake --build "$tmp/consumer/build"
 check "the CMake-built job runs" "$tmp/consumer/build/job"
 check "a2a-ctl --help" "$tmp/prefix/bin/a2a-ctl" --help
 check "a2a-launch --help" "$tmp/prefix/bin/a2a-launch" --help
+if [ -f "$build/man/man1/a2a-launch.1" ]; then # not in sanitizer builds
+    for t in a2a-coordinator a2a-worker a2a-ctl a2a-launch a2a-demo a2a-bench; do
+        check "man page $t.1 installed" grep -q "^\.SH SYNOPSIS" "$tmp/prefix/share/man/man1/$t.1"
+    done
+    check "man a2a-launch reads its --help" bash -c \
+        "man -l '$tmp/prefix/share/man/man1/a2a-launch.1' 2>/dev/null | grep -q -- '-np' ||
+         grep -q -- '-np' '$tmp/prefix/share/man/man1/a2a-launch.1'"
+fi
 : "$src"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

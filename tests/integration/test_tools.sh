@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# test_tools.sh MODE COORD WORKER CTL LAUNCH DEMO BENCH SOURCE_DIR BUILD_DIR - the
+# command-line habits a newcomer brings from mpirun and nccl-tests (issue 15).
+#   cli      --version on every binary, --help texts, usage errors with reasons,
+#            one warning line for bad environment values
+#   launch   a2a-launch -np, the failing rank named, A2A_LOCAL_RANK/SIZE, stderr
+#            apart from stdout, --keep creating DIR, A2A_LAUNCH_VERBOSE=0|1
+#   ctl      a2a-ctl options after the command, --json errors, TLS flags, URL
+#            without a scheme, --timeout while connecting
+#   sighup   a worker that gets SIGHUP logs it and keeps serving
+#   compare  bench/compare.sh without ../shared: MPI columns filled, summary.md
+#            written; without Open MPI it stops with one line
+set -u
+mode=$1 coord=$2 worker=$3 ctl=$4 launch=$5 demo=$6 bench=$7 src=$8 build=$9
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/a2a-tools.XXXXXX")
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+pass=0 failed=0
+ok() { echo "ok: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+# expect NAME STATUS REGEX CMD...: CMD exits with STATUS and its stdout+stderr match REGEX
+expect() {
+    local name=$1 want=$2 re=$3 rc
+    shift 3
+    "$@" >"$tmp/out" 2>&1 </dev/null
+    rc=$?
+    if [ "$rc" = "$want" ] && { [ -z "$re" ] || grep -Eq -- "$re" "$tmp/out"; }; then
+        ok "$name"
+    else
+        bad "$name (status $rc, want $want; want output matching /$re/):"
+        sed 's/^/    /' "$tmp/out" | head -20
+    fi
+}
+# lines FILE REGEX: how many lines of FILE match REGEX
+lines() { grep -Ec -- "$2" "$1" || true; }
+finish() {
+    echo "$pass passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit
+}
+
+cli() {
+    local v b
+    v=$(sed -n 's/^project(a2a VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+    for b in "$coord" "$worker" "$ctl" "$launch" "$demo" "$bench"; do
+        expect "$(basename "$b") --version" 0 "^$(basename "$b") $v\$" "$b" --version
+    done
+    expect "a2a-demo --help describes ROUNDS" 0 "usage: a2a-demo \[ROUNDS\]" "$demo" --help
+    expect "a2a-demo --help does not talk of a worker URL to pass" 0 "A2A_WORKER_URL" "$demo" --help
+    expect "a2a-demo bad ROUNDS" 2 "ROUNDS must be a positive integer" "$demo" x
+    expect "a2a-launch --workers 0" 2 "^a2a-launch: --workers 0: must be a positive integer" \
+        "$launch" --workers 0 -- "$demo"
+    expect "a2a-launch without a program" 2 "no PROGRAM" "$launch" --workers 2
+    expect "a2a-launch -n 3 --workers 2" 2 "-n 3 does not split" "$launch" -n 3 --workers 2 "$demo"
+    expect "a2a-launch unknown option" 2 "unknown option --bogus" "$launch" --bogus "$demo"
+    expect "a2a-launch --workers 65" 2 "at most 64 workers" "$launch" --workers 65 "$demo"
+    expect "a2a-bench -d float128 names the option" 2 "^a2a-bench: -d float128: not one of" \
+        "$bench" -d float128
+    expect "a2a-bench -t (nccl-tests threads) refused with why" 2 "^a2a-bench: -t: nccl-tests' threads" \
+        "$bench" -t 2
+    expect "a2a-bench -b 64Q" 2 "^a2a-bench: -b 64Q: not a size" "$bench" -b 64Q
+    expect "a2a-bench --patterns foo" 2 "^a2a-bench: --patterns foo:" "$bench" --patterns foo
+    expect "a2a-ctl URL without a scheme" 1 "URL must start with tcp://, tls\+tcp:// or ipc://" \
+        "$ctl" health --coordinator 127.0.0.1:7000
+    expect "a2a-ctl without a command" 2 "no command" "$ctl" --json
+    A2A_LOG_LEVEL=loud "$ctl" health --coordinator tcp://127.0.0.1:1 --timeout 200 >"$tmp/ll" 2>&1
+    if [ "$(lines "$tmp/ll" 'A2A_LOG_LEVEL="loud" is not')" = 1 ]; then
+        ok "bad A2A_LOG_LEVEL: one warning line"
+    else
+        bad "bad A2A_LOG_LEVEL: one warning line"; cat "$tmp/ll"
+    fi
+    A2A_LOG_LEVEL=loud timeout 10 "$coord" --config "$src/configs/cluster.yaml" \
+        --listen tcp://127.0.0.1:0 >"$tmp/c.out" 2>"$tmp/c.err" &
+    pids+=($!)
+    sleep 0.5
+    kill -TERM "${pids[-1]}" 2>/dev/null
+    wait "${pids[-1]}" 2>/dev/null
+    if [ "$(lines "$tmp/c.err" 'A2A_LOG_LEVEL="loud"')" = 1 ]; then
+        ok "bad A2A_LOG_LEVEL: one warning line from a daemon"
+    else
+        bad "bad A2A_LOG_LEVEL: one warning line from a daemon"; cat "$tmp/c.err"
+    fi
+    A2A_LAUNCH_GRACE_MS=soon A2A_LAUNCH_VERBOSE=yes "$launch" -n 1 -- true >"$tmp/g" 2>&1
+    if [ "$(lines "$tmp/g" 'A2A_LAUNCH_GRACE_MS="soon" is not')" = 1 ] &&
+        [ "$(lines "$tmp/g" 'A2A_LAUNCH_VERBOSE="yes" is not 0 or 1')" = 1 ]; then
+        ok "bad A2A_LAUNCH_GRACE_MS / A2A_LAUNCH_VERBOSE: one warning line each"
+    else
+        bad "bad A2A_LAUNCH_GRACE_MS / A2A_LAUNCH_VERBOSE"; cat "$tmp/g"
+    fi
+}
+
+launch() {
+    expect "a2a-launch -np 4 a2a-demo (no --)" 0 "\[3\] rank 3 of 4: .*verified" "$launch" -np 4 "$demo"
+    [ "$(lines "$tmp/out" 'verified$')" = 4 ] && ok "-np 4: four ranks verified" ||
+        bad "-np 4: four ranks verified"
+    expect "the failing rank is named" 3 "^a2a-launch: rank 3 exited with status 3" \
+        "$launch" -n 4 -- sh -c '[ "$A2A_RANK" != 3 ] || exit 3'
+    expect "a rank killed by a signal is named" 137 "^a2a-launch: rank 1 was killed by signal 9" \
+        "$launch" -n 2 -- sh -c '[ "$A2A_RANK" != 1 ] || kill -9 $$'
+    "$launch" -n 4 --workers 2 -- sh -c 'echo "out $A2A_RANK $A2A_LOCAL_RANK/$A2A_LOCAL_SIZE $A2A_WORLD_SIZE"; echo "err $A2A_RANK" >&2' \
+        >"$tmp/so" 2>"$tmp/se"
+    if grep -qx '\[3\] out 3 1/2 4' "$tmp/so" && grep -qx '\[2\] out 2 0/2 4' "$tmp/so" &&
+        grep -qx '\[0\] out 0 0/2 4' "$tmp/so"; then
+        ok "A2A_LOCAL_RANK / A2A_LOCAL_SIZE"
+    else
+        bad "A2A_LOCAL_RANK / A2A_LOCAL_SIZE"; cat "$tmp/so"
+    fi
+    if [ "$(lines "$tmp/se" '^\[[0-3]\] err [0-3]$')" = 4 ] && [ "$(lines "$tmp/so" 'err')" = 0 ]; then
+        ok "ranks' stderr on stderr, prefixed; stdout clean"
+    else
+        bad "ranks' stderr apart"; cat "$tmp/so" "$tmp/se"
+    fi
+    expect "--keep creates DIR" 0 "" "$launch" --keep "$tmp/keep/a/b" -n 1 -- true
+    [ -s "$tmp/keep/a/b/cluster.yaml" ] && ok "--keep DIR/cluster.yaml written" ||
+        bad "--keep DIR/cluster.yaml written"
+    env -u A2A_LOG_LEVEL A2A_LAUNCH_VERBOSE=1 "$launch" -n 1 -- true >"$tmp/v1" 2>&1
+    env -u A2A_LOG_LEVEL A2A_LAUNCH_VERBOSE=0 "$launch" -n 1 -- true >"$tmp/v0" 2>&1
+    if [ "$(lines "$tmp/v1" '^\[worker w0\] .* a2a-worker: info:')" -ge 1 ] &&
+        [ "$(lines "$tmp/v1" '^\[coordinator\] .*info:')" -ge 1 ] && [ ! -s "$tmp/v0" ]; then
+        ok "A2A_LAUNCH_VERBOSE=1 shows the services' info logs, =0 nothing"
+    else
+        bad "A2A_LAUNCH_VERBOSE"; cat "$tmp/v1" "$tmp/v0"
+    fi
+    A2A_OP_TIMEOUT_MS=soon "$launch" -n 1 -- "$demo" >"$tmp/ot" 2>&1
+    if [ "$(lines "$tmp/ot" 'liba2a: warning: A2A_OP_TIMEOUT_MS="soon"')" = 1 ] && grep -q verified "$tmp/ot"; then
+        ok "bad A2A_OP_TIMEOUT_MS: one warning line from liba2a"
+    else
+        bad "bad A2A_OP_TIMEOUT_MS"; cat "$tmp/ot"
+    fi
+}
+
+ctl_mode() {
+    local url p
+    "$coord" --config "$src/configs/cluster.yaml" --listen tcp://127.0.0.1:0 >"$tmp/c.out" 2>"$tmp/c.err" &
+    pids+=($!)
+    for _ in $(seq 100); do
+        url=$(sed -n 's/^listening on //p' "$tmp/c.out")
+        [ -n "$url" ] && break
+        sleep 0.05
+    done
+    expect "groups --json (option after the command)" 0 '^\[\{"name":"hccl_world_group"' \
+        "$ctl" groups --json --coordinator "$url"
+    expect "resolve G --json" 0 '"name":"experts_even"' "$ctl" resolve experts_even --coordinator "$url" --json
+    expect "--json error is JSON" 1 '^\{"error":"no group \\"nope\\"","status":"NOT_FOUND","command":"resolve"\}$' \
+        "$ctl" --json resolve nope --coordinator "$url"
+    expect "plain error is one line" 1 '^a2a-ctl: resolve: NOT_FOUND: no group "nope"$' \
+        "$ctl" resolve nope --coordinator "$url"
+    expect "options after the arguments; a negative rank stays an argument" 1 \
+        '^a2a-ctl: create: INVALID_ARGUMENT: "-1" is not a world rank$' "$ctl" create g 1 -1 --coordinator "$url"
+    expect "--json usage error is JSON" 2 '^\{"error":"resolve takes GROUP' "$ctl" resolve --json --coordinator "$url"
+    expect "--tls-cert alone: all three or none" 1 "A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA" \
+        "$ctl" health --coordinator "$url" --tls-cert /etc/hostname
+    expect "--tls-* flags are options" 0 "--tls-ca FILE" "$ctl" --help
+    # a port that accepts and never answers: --timeout bounds the call, connecting included
+    python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+open(sys.argv[1], "w").write(str(s.getsockname()[1])); time.sleep(30)' "$tmp/port" &
+    pids+=($!)
+    for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+    p=$(cat "$tmp/port")
+    local t0=$(date +%s%N)
+    "$ctl" health --coordinator "tcp://127.0.0.1:$p" --timeout 500 >"$tmp/to" 2>&1
+    local rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
+    if [ "$rc" = 1 ] && [ "$ms" -lt 1500 ] && grep -q UNAVAILABLE "$tmp/to"; then
+        ok "--timeout 500 on a silent port: UNAVAILABLE after $ms ms"
+    else
+        bad "--timeout 500 on a silent port: status $rc after $ms ms"; cat "$tmp/to"
+    fi
+}
+
+sighup() {
+    # the rank finds its worker (a sibling: a child of a2a-launch), sends it SIGHUP,
+    # checks it still runs, then runs a verified exchange through it
+    A2A_LAUNCH_VERBOSE=1 A2A_LOG_LEVEL=info "$launch" -n 1 -- bash -c '
+        w=$(pgrep -P "$PPID" -f a2a-worker | head -1)
+        [ -n "$w" ] || { echo "no worker"; exit 5; }
+        kill -HUP "$w"; sleep 0.5; kill -HUP "$w"; sleep 0.3
+        kill -0 "$w" || { echo "worker died"; exit 6; }
+        exec "$0"' "$demo" >"$tmp/h" 2>&1
+    local rc=$?
+    if [ "$rc" = 0 ] && grep -q "verified" "$tmp/h" &&
+        [ "$(lines "$tmp/h" 'a2a-worker: warn: SIGHUP: nothing to reload')" = 2 ]; then
+        ok "a worker logs SIGHUP and keeps serving"
+    else
+        bad "worker SIGHUP (status $rc)"; cat "$tmp/h"
+    fi
+}
+
+compare() {
+    expect "compare.sh without Open MPI: one line, non-zero" 1 "^compare.sh: no /nonexistent/mpicc: install Open MPI" \
+        env MPICC=/nonexistent/mpicc bash "$src/bench/compare.sh" --build-dir "$build" --out "$tmp/none"
+    [ "$(wc -l <"$tmp/out")" = 1 ] && [ ! -e "$tmp/none" ] && ok "... and nothing else" || bad "... and nothing else"
+    if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+        echo "SKIP: the comparison itself needs Open MPI (apt-get install openmpi-bin libopenmpi-dev)"
+        finish
+    fi
+    # A2A_SHARED points nowhere: everything compare.sh needs is in the clone
+    expect "compare.sh from the repository alone" 0 "results in" env A2A_SHARED=/nonexistent \
+        bash "$src/bench/compare.sh" --build-dir "$build" --out "$tmp/cmp" --shapes 1x2 --repeat 1 \
+        -b 64 -e 64 --patterns uniform,incast --target 0.01
+    if grep -Eq '^\| uniform \| 2 \| 1x2 \| 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x' "$tmp/cmp/table.md" &&
+        [ "$(grep -c '^| .* | - | - |' "$tmp/cmp/table.md")" = 0 ]; then
+        ok "table.md has the MPI columns filled"
+    else
+        bad "table.md MPI columns"; cat "$tmp/cmp/table.md"
+    fi
+    grep -q '^## incast' "$tmp/cmp/summary.md" && grep -q 'ompi_tcp' "$tmp/cmp/summary.md" &&
+        ok "summary.md written" || { bad "summary.md"; cat "$tmp/cmp/summary.md"; }
+    grep -q '^# mpi_alltoallv_bench .*lib=Open MPI' "$tmp/cmp/ompi_tcp_N2_r1.txt" &&
+        ok "the MPI reference ran" || bad "the MPI reference ran"
+}
+
+case $mode in
+    cli) cli ;;
+    launch) launch ;;
+    ctl) ctl_mode ;;
+    sighup) sighup ;;
+    compare) compare ;;
+    *) echo "unknown mode $mode"; exit 2 ;;
+esac
+finish
