@@ -709,9 +709,10 @@ acceptor_thread(void *arg)
         pthread_mutex_lock(&e->mtx);
         reap_ins(e);
         if (e->stopping || !admit(e, source) || (in = calloc(1, sizeof(*in))) == NULL) {
+            int stop = e->stopping; /* read under the lock */
             wsock_free(s);
             pthread_mutex_unlock(&e->mtx);
-            if (e->stopping)
+            if (stop)
                 break;
             continue;
         }
