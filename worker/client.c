@@ -1467,10 +1467,20 @@ self_copy(wire_a2av *w, const a2a_alltoallv_args *args, int64_t me)
     w->self_copied = me + 1;
 }
 
+/* The call of this thread whose number was taken and not yet put back (opnum_take, opnum_put):
+ * a call that fails on its way to the worker still was the job's call of that number. */
+static __thread struct {
+    int pending;
+    char group[A2A_GROUP_NAME_MAX + 1];
+    int64_t op_next;
+} opnum_taken;
+
 /* opnum_take fills w's operation number for its group (from this job's record). */
 static void
 opnum_take(a2a_job *job, wire_a2av *w)
 {
+    opnum_taken.pending = 1;
+    snprintf(opnum_taken.group, sizeof(opnum_taken.group), "%s", w->group);
     w->op_next = -1;
     w->op_failed = 0;
     pthread_mutex_lock(&job->mtx);
@@ -1481,6 +1491,7 @@ opnum_take(a2a_job *job, wire_a2av *w)
             break;
         }
     pthread_mutex_unlock(&job->mtx);
+    opnum_taken.op_next = w->op_next;
 }
 
 /*
@@ -1492,6 +1503,7 @@ static void
 opnum_put(a2a_job *job, const wire_a2av *w, int replied, int64_t next, a2a_status st)
 {
     job_opnum *o;
+    opnum_taken.pending = 0;
     pthread_mutex_lock(&job->mtx);
     for (o = job->opnums; o != NULL && strcmp(o->name, w->group) != 0; o = o->next)
         ;
@@ -1690,8 +1702,24 @@ fill_request(a2a_job *job, wire_a2av *w, const a2a_alltoallv_args *args, const c
     w->self_copied = 0;
 }
 
+static a2a_status all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args);
+
 a2a_status
 a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
+{
+    a2a_status st;
+    opnum_taken.pending = 0;
+    st = all_to_all_v_run(job, args);
+    if (opnum_taken.pending) { /* it failed before reaching a worker: its number is spent */
+        wire_a2av w = {.op_next = opnum_taken.op_next};
+        snprintf(w.group, sizeof(w.group), "%s", opnum_taken.group);
+        opnum_put(job, &w, 0, -1, st);
+    }
+    return st;
+}
+
+static a2a_status
+all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
 {
     const char *group = args != NULL ? args->group : NULL;
     wire_a2av w = {0};
