@@ -442,8 +442,17 @@ older_epoch(engine *e, eng_peer *p, eng_group *g, const frame *f)
              "new group",
              g->name, (unsigned long long)f->id.op, (unsigned long long)f->id.epoch, p->w->name,
              (unsigned long long)g->epoch, e->self->name);
-    if (f->type == FRAME_READY || f->type == FRAME_SLICE)
+    if (f->type == FRAME_READY || f->type == FRAME_SLICE) {
+        frame newer = *f;
         reply_abort(e, p, f, A2A_ERR_UNAVAILABLE, msg, 0);
+        /* and the same in our epoch: newer for the sender, which then resolves the group again
+         * before its next call instead of running it in the old epoch once more */
+        newer.id.epoch = g->epoch;
+        newer.srcs = NULL;
+        newer.counts = NULL;
+        newer.payload = NULL;
+        reply_abort(e, p, &newer, A2A_ERR_UNAVAILABLE, msg, 0);
+    }
     /* the sender's call of that number fails: ours of the same number fails with it */
     if (pos == GROUP_ACTIVE)
         fail_num(e, g, f->id.op, f->type == FRAME_ABORT ? f->status : A2A_ERR_UNAVAILABLE,
