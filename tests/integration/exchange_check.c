@@ -1003,7 +1003,7 @@ orphan_mode(a2a_job **jobp, int64_t N, const char *self)
     say("worker threads: %d before, %d with the second job's channels, %d %" PRId64
         " ms after it exited",
         base, during, after, now_ms() - t0);
-    if (during <= base || after != base)
+    if (during <= base || after > base) /* fewer is fine: another thread of the worker ended */
         return 1;
     if ((st = a2a_job_open(jobp, NULL, -1)) != A2A_OK) { /* the dead job's rank is free */
         say("a2a_job_open after the second job: %s", a2a_job_error(NULL));
