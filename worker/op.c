@@ -343,9 +343,6 @@ op_take_stash(engine *e, eng_op *op, eng_call *c)
     }
 }
 
-static void fail_num(engine *e, eng_group *g, uint64_t num, a2a_status st, int broadcast,
-                     const char *msg);
-
 /* reply_abort tells peer p that the operation of f failed (or is gone); resync: 0, or where
  * the next calls resynchronise. */
 static void
@@ -358,13 +355,6 @@ reply_abort(engine *e, eng_peer *p, const frame *f, a2a_status st, const char *m
 
 void
 op_fail_num(engine *e, eng_group *g, uint64_t num, a2a_status st, int broadcast, const char *msg)
-{
-    fail_num(e, g, num, st, broadcast, msg);
-}
-
-/* fail_num fails operation num of g, which may not exist here (then only its history). */
-static void
-fail_num(engine *e, eng_group *g, uint64_t num, a2a_status st, int broadcast, const char *msg)
 {
     eng_op *op = op_get(e, g, num, 0);
     if (op == NULL && broadcast)
@@ -455,8 +445,8 @@ older_epoch(engine *e, eng_peer *p, eng_group *g, const frame *f)
     }
     /* the sender's call of that number fails: ours of the same number fails with it */
     if (pos == GROUP_ACTIVE)
-        fail_num(e, g, f->id.op, f->type == FRAME_ABORT ? f->status : A2A_ERR_UNAVAILABLE,
-                 f->type != FRAME_ABORT, f->type == FRAME_ABORT ? f->message : msg);
+        op_fail_num(e, g, f->id.op, f->type == FRAME_ABORT ? f->status : A2A_ERR_UNAVAILABLE,
+                    f->type != FRAME_ABORT, f->type == FRAME_ABORT ? f->message : msg);
 }
 
 static void
