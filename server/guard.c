@@ -30,6 +30,7 @@ typedef struct gpipe {
     int calls;
     int64_t shed_at; /* 0: not to be shed */
     int tries;       /* scans that did not find its socket */
+    int rounds;      /* times it was shed: the first by SHUT_RD, later ones by SHUT_RDWR */
 } gpipe;
 
 struct guard {
@@ -99,6 +100,7 @@ slot(guard *g, uint32_t id)
 typedef struct {
     nng_pipe pipe;
     int has_addr, found;
+    int how; /* SHUT_RD, or SHUT_RDWR for a connection still there a round later */
     struct sockaddr_storage local, remote;
 } victim;
 
@@ -123,7 +125,7 @@ shed_scan(victim *v, size_t n)
         for (size_t i = 0; i < n; i++)
             if (v[i].has_addr && !v[i].found && same_addr(&l, &v[i].local) &&
                 same_addr(&r, &v[i].remote)) {
-                shutdown(fd, SHUT_RDWR); /* NNG's reads fail; NNG closes the pipe */
+                shutdown(fd, v[i].how); /* NNG's read sees the end; NNG closes the pipe */
                 v[i].found = 1;
                 break;
             }
@@ -145,8 +147,11 @@ collect(guard *g, int64_t now, victim *v)
             }
             if (p->shed_at == 0 || p->shed_at > now || n == GUARD_SHED_BATCH)
                 continue;
-            v[n++] = (victim){
-                .pipe = p->pipe, .has_addr = p->has_addr, .local = p->local, .remote = p->remote};
+            v[n++] = (victim){.pipe = p->pipe,
+                              .has_addr = p->has_addr,
+                              .how = p->rounds++ == 0 ? SHUT_RD : SHUT_RDWR,
+                              .local = p->local,
+                              .remote = p->remote};
             p->shed_at = now + 1000; /* again in a second if it is still there */
         }
     return n;

@@ -7,10 +7,15 @@
  * closed from our side (nng_pipe_close) while its receive callback is
  * resubmitting a partial read: the read is silently dropped and
  * rep0_pipe_stop waits for it forever. So the guard never closes a started
- * pipe itself. It sheds a connection by shutdown() of the pipe's TCP socket
- * (found by its address pair): NNG's pending and resubmitted reads then fail
- * as if the peer had gone, and NNG closes the pipe on that error path, the one
- * every disconnecting client takes. Pipes over the caps are closed while NNG
+ * pipe itself. It sheds a connection by shutdown(SHUT_RD) of the pipe's TCP
+ * socket (found by its address pair): NNG's read then sees the end of the
+ * stream once it has read what was queued, and NNG closes the pipe from that
+ * read's own callback, so no read is being resubmitted meanwhile. Not
+ * SHUT_RDWR: that also fails a reply being sent, and the send's error path
+ * closes the pipe from another thread while the receive callback may be
+ * resubmitting a partial read, which is the hang (seen once in CI: an ASan
+ * flood run kept 16,345 descriptors). Only a connection still there a round later (a
+ * peer that never stops sending) gets SHUT_RDWR. Pipes over the caps are closed while NNG
  * still announces them (NNG_PIPE_EV_ADD_PRE), before any I/O is started on
  * them, which is safe.
  *
