@@ -54,7 +54,13 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
         engine_free(e);
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
+    if ((e->names = calloc(e->npeers, sizeof(*e->names))) == NULL) {
+        engine_free(e);
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    e->env = (op_env){.self = e->self->name, .workers = e->names, .nworkers = e->npeers};
     for (size_t i = 0; i < e->npeers; i++) {
+        e->names[i] = cfg->workers[i].name;
         e->peers[i].e = e;
         e->peers[i].idx = (int)i;
         e->peers[i].w = &cfg->workers[i];
@@ -79,11 +85,15 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
 void
 engine_stop(engine *e)
 {
+    op_out o;
+    op_out_init(&o);
     pthread_mutex_lock(&e->mtx);
-    for (eng_group *g = e->groups; g != NULL; g = g->next)
-        group_fail_all(e, g, A2A_ERR_UNAVAILABLE, "the worker is stopping");
+    for (op_group *g = e->groups; g != NULL; g = g->next)
+        group_fail_all(&o, g, A2A_ERR_UNAVAILABLE, "the worker is stopping");
+    engine_run(e, &o);
     e->stopping = 1;
     pthread_mutex_unlock(&e->mtx);
+    op_out_fini(&o);
 }
 
 void
@@ -95,7 +105,7 @@ engine_free(engine *e)
     link_stop(e);
     rpc_client_free(e->coord);
     while (e->groups != NULL) {
-        eng_group *g = e->groups;
+        op_group *g = e->groups;
         e->groups = g->next;
         g->next = NULL;
         g->retired = 1;
@@ -108,6 +118,7 @@ engine_free(engine *e)
     shm_free_all(e);
     pthread_cond_destroy(&e->map_cv);
     free(e->peers);
+    free(e->names);
     pthread_mutex_destroy(&e->mtx);
     free(e);
 }
@@ -130,20 +141,13 @@ engine_owns(const engine *e, int64_t r)
     return r >= e->self->first_rank && r < e->self->first_rank + e->self->ranks;
 }
 
-eng_group *
+op_group *
 engine_group_find(engine *e, const char *name)
 {
-    for (eng_group *g = e->groups; g != NULL; g = g->next)
+    for (op_group *g = e->groups; g != NULL; g = g->next)
         if (strcmp(g->name, name) == 0)
             return g;
     return NULL;
-}
-
-uint64_t
-engine_eager_max(size_t n)
-{
-    uint64_t op = n > 0 ? (uint64_t)ENGINE_EAGER_OP / ((uint64_t)n * n) : 0;
-    return op < FRAME_EAGER_MAX ? op : FRAME_EAGER_MAX;
 }
 
 void
@@ -160,13 +164,13 @@ engine_keep_early(engine *e, int peer, frame *f)
 /* replay_early processes the kept frames of g's epoch, in order of arrival, and drops older
  * ones of g. */
 static void
-replay_early(engine *e, eng_group *g)
+replay_early(engine *e, op_group *g)
 {
     early_frame *x;
     early_expire(&e->early, rpc_now_ms());
     while ((x = early_take(&e->early, g->name, g->epoch)) != NULL) {
         if (x->f.id.epoch == g->epoch)
-            op_on_frame(e, &e->peers[x->peer], &x->f);
+            engine_frame(e, &e->peers[x->peer], &x->f);
         early_free(x);
     }
 }
@@ -182,11 +186,11 @@ worker_index(const cfg_cluster *cfg, const char *name)
     return -1;
 }
 
-/* group_build makes an eng_group from a resolved group; NULL with err. */
-static eng_group *
+/* group_build makes an op_group from a resolved group; NULL with err. */
+static op_group *
 group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
 {
-    eng_group *g = calloc(1, sizeof(*g));
+    op_group *g = calloc(1, sizeof(*g));
     int self = (int)(e->self - e->cfg->workers);
 
     int64_t *local = calloc(wg->n, sizeof(int64_t));
@@ -198,6 +202,7 @@ group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
         goto fail;
     }
     snprintf(g->name, sizeof(g->name), "%s", wg->name);
+    g->env = &e->env;
     g->epoch = wg->epoch;
     g->n = wg->n;
     for (size_t i = 0; i < wg->n; i++) {
@@ -234,33 +239,37 @@ fail:
  * calls of one number that straddle the change fail together. Under e->mtx.
  */
 static void
-group_install(engine *e, eng_group *g)
+group_install(engine *e, op_group *g)
 {
     static const char why[] = "the group changed while the operation ran (a member worker "
                               "restarted or the group was redefined); the next call uses the "
                               "new group";
-    for (eng_group **pp = &e->groups; *pp != NULL; pp = &(*pp)->next) {
-        eng_group *old = *pp;
+    op_out o;
+    op_out_init(&o);
+    for (op_group **pp = &e->groups; *pp != NULL; pp = &(*pp)->next) {
+        op_group *old = *pp;
         if (strcmp(old->name, g->name) != 0)
             continue;
         *pp = old->next;
         old->next = NULL;
         old->retired = 1;
         group_seq_carry(&g->seq, &old->seq);
-        for (eng_op *op = old->ops; op != NULL; op = op->next)
+        for (op_op *op = old->ops; op != NULL; op = op->next)
             if (op->status == A2A_OK && op->arrived > op->left) {
-                op_fail(e, op, A2A_ERR_UNAVAILABLE, 0, "%s", why);
-                eng_op *nop = op_get(e, g, op->num, 1);
+                op_fail(&o, op, A2A_ERR_UNAVAILABLE, 0, "%s", why);
+                op_op *nop = op_get(g, op->num, 1);
                 if (nop != NULL)
-                    op_fail(e, nop, A2A_ERR_UNAVAILABLE, 1, "%s", why);
+                    op_fail(&o, nop, A2A_ERR_UNAVAILABLE, 1, "%s", why);
             }
-        (void)group_sweep(e, old); /* frees old when nothing runs in it */
+        engine_run(e, &o);
+        (void)group_sweep(old); /* frees old when nothing runs in it */
         break;
     }
+    op_out_fini(&o);
     g->next = e->groups;
     e->groups = g;
     replay_early(e, g);
-    (void)group_sweep(e, g);
+    (void)group_sweep(g);
 }
 
 /* engine_register tells the coordinator our incarnation (once). */
@@ -322,10 +331,10 @@ fetch_group(engine *e, const char *name, int64_t timeout_ms, wire_group *wg, cha
 
 /* group_fresh returns the current group called name, resolving it when needed (by deadline, in
  * rpc_now_ms time); under e->mtx. */
-static eng_group *
+static op_group *
 group_fresh(engine *e, const char *name, int64_t deadline, a2a_status *st, char *err, size_t errlen)
 {
-    eng_group *g = engine_group_find(e, name), *ng;
+    op_group *g = engine_group_find(e, name), *ng;
     wire_group wg;
 
     if (g != NULL && !g->stale)
@@ -360,7 +369,7 @@ void
 engine_forget(engine *e, const char *name)
 {
     pthread_mutex_lock(&e->mtx);
-    eng_group *g = engine_group_find(e, name);
+    op_group *g = engine_group_find(e, name);
     if (g != NULL)
         g->stale = 1;
     pthread_mutex_unlock(&e->mtx);
@@ -376,117 +385,162 @@ engine_coordinator_call(engine *e, const char *method, const void *body, size_t 
 
 /* ---- one rank's call ---- */
 
-/* send_readies tells the worker of every remote source what call c expects; under e->mtx. */
-static void
-send_readies(engine *e, eng_call *c)
-{
-    eng_op *op = c->op;
-    eng_group *g = op->g;
-    frame f = {.type = FRAME_READY, .dst = c->grank, .dtype = (int32_t)c->a->dtype};
-    int64_t *srcs = calloc(g->n, sizeof(int64_t)), *counts = calloc(g->n, sizeof(int64_t));
+/* ---- the state machine's actions (op.h), and the events links bring ---- */
 
-    snprintf(f.id.group, sizeof(f.id.group), "%s", g->name);
-    f.id.epoch = g->epoch;
-    f.id.op = op->num;
-    f.srcs = srcs;
-    f.counts = counts;
-    for (size_t i = 0; srcs != NULL && counts != NULL && i < e->npeers; i++) {
-        f.n = 0;
-        for (size_t s = 0; s < g->n; s++)
-            if (g->peer[s] == (int)i) {
-                srcs[f.n] = (int64_t)s;
-                counts[f.n++] = c->a->counts[2 * g->n + s];
-            }
-        if (f.n > 0)
-            link_send_ctl(e, &e->peers[i], &f, op);
-    }
-    if (srcs == NULL || counts == NULL)
-        op_fail(e, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
-    free(srcs);
-    free(counts);
+/* land writes an eager slice into its call (small: under the lock); then op_landed. */
+static void
+land(engine *e, op_out *o, const op_act *a)
+{
+    eng_call *c = EC(a->call);
+    uint64_t to = c->a->recv_addr + a->off;
+    eng_map *m = NULL;
+    uint8_t *dst;
+    int rv = 0;
+
+    if (c->oc.op->status != A2A_OK || c->oc.finished)
+        return;
+    if ((dst = shm_get(e, c->sess, to, a->len, &m)) != NULL)
+        memcpy(dst, a->bytes, (size_t)a->len);
+    else
+        rv = xfer_write(c->sess, to, a->bytes, (size_t)a->len);
+    shm_put(e, m);
+    op_landed(o, &c->oc, a->s, rv);
 }
 
-/* pair_landed completes local pair p (cs -> cd); under e->mtx. */
+/* wake wakes c's thread, or answers c from here when every pair is done and nothing touches
+ * its job's memory (the early answer). */
 static void
-pair_landed(eng_op *op, eng_call *cs, eng_call *cd, eng_pair p)
+wake(eng_call *c)
 {
-    size_t n = op->g->n;
-    op->tx[(size_t)cs->lidx * n + (size_t)p.d].done = 1;
-    op->rx[(size_t)cd->lidx * n + (size_t)p.s].done = 1;
-    cs->sends_left--;
-    cd->recvs_left--;
-    op_check_done(op, cs);
-    op_check_done(op, cd);
-}
-
-/*
- * call_arrive enters c into its operation and starts every pair that can
- * start. A local pair goes to the todo list of its receiving call, whose
- * thread copies it (call_wait), so the ranks of a worker copy in parallel.
- * Under e->mtx.
- */
-static void
-call_arrive(engine *e, eng_call *c)
-{
-    eng_op *op = c->op;
-    eng_group *g = op->g;
-    size_t n = g->n;
-    int64_t me = c->grank;
-
-    op->calls[me] = c;
-    op->arrived++;
-    c->sends_left = n;
-    c->recvs_left = n;
-    for (size_t s = 0; s < n; s++)
-        op->rx[(size_t)c->lidx * n + s].expect = c->a->counts[2 * n + s];
-    send_readies(e, c);
-    op_take_stash(e, op, c); /* eager slices that came before us */
-    for (size_t r = 0; r < n && op->status == A2A_OK; r++) {
-        eng_call *o = op->calls[r];
-        if (g->peer[r] >= 0) {
-            if (c->a->counts[r] == 0 || (c->pre != NULL && c->pre_at[r] != UINT64_MAX))
-                op_send_eager(e, op, me, (int64_t)r); /* small: no need to wait for READY */
-            else
-                op_pair_ready(e, op, me, (int64_t)r); /* READY may have come first */
-            continue;
-        }
-        if (o == NULL || o->finished)
-            continue;
-        /* local pairs me -> r and r -> me (once for r == me) */
-        eng_tx *t1 = &op->tx[(size_t)c->lidx * n + r];
-        t1->ready = 1;
-        t1->expect = o->a->counts[2 * n + (size_t)me];
-        if (op_pair_start(e, op, me, (int64_t)r)) {
-            if (o == c && c->a->self_copied == me + 1) { /* the job copied it (counts equal) */
-                pair_landed(op, c, c, (eng_pair){me, me});
-            } else {
-                o->todo[o->ntodo++] = (eng_pair){me, (int64_t)r};
-                pthread_cond_broadcast(&o->cv);
-            }
-        }
-        if (o == c)
-            continue;
-        eng_tx *t2 = &op->tx[(size_t)o->lidx * n + (size_t)me];
-        t2->ready = 1;
-        t2->expect = c->a->counts[2 * n + r];
-        if (op_pair_start(e, op, (int64_t)r, me))
-            c->todo[c->ntodo++] = (eng_pair){(int64_t)r, me};
+    pthread_cond_broadcast(&c->cv);
+    if (op_call_done(&c->oc) && c->done != NULL && !c->done->called && c->pins == 0 &&
+        c->ntodo == 0 && !c->oc.finished && c->oc.op->status == A2A_OK) {
+        c->done->called = 1;
+        c->done->next = (int64_t)c->oc.num + 1;
+        c->done->fn(c->done->arg);
     }
 }
+
+void
+engine_run(engine *e, op_out *o)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        op_act a = o->a[i]; /* o->a moves when actions are added */
+        eng_call *c = EC(a.call);
+        switch (a.type) {
+        case OPA_SEND:
+            if (link_send(e, &e->peers[a.peer], &a.f, a.payload, a.plen) != 0 && a.op != NULL)
+                op_fail(o, a.op, A2A_ERR_RESOURCE_EXHAUSTED, 1,
+                        "cannot queue a frame of type %d for worker %s (out of memory, or its "
+                        "header is over %u bytes)",
+                        a.f.type, e->peers[a.peer].w->name, FRAME_HEADER_MAX);
+            break;
+        case OPA_STREAM:
+            if (link_send_slice(e, &e->peers[a.peer], c, a.d, a.len, c->a->send_addr + a.off) != 0)
+                op_fail(o, a.op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
+            break;
+        case OPA_COPY:
+            c->todo[c->ntodo++] = (eng_pair){a.s, a.d};
+            pthread_cond_broadcast(&c->cv);
+            break;
+        case OPA_LAND: land(e, o, &a); break;
+        case OPA_WAKE: wake(c); break;
+        case OPA_DROP: link_drop_call(e, c); break;
+        }
+    }
+    op_out_reset(o);
+}
+
+void
+engine_frame(engine *e, eng_peer *p, frame *f)
+{
+    op_group *g = engine_group_find(e, f->id.group);
+    op_out o;
+
+    if (g == NULL || g->epoch < f->id.epoch) { /* not resolved yet, or we are behind */
+        if (g != NULL)
+            g->stale = 1;
+        if (f->type == FRAME_READY || f->type == FRAME_ABORT || f->type == FRAME_SLICE)
+            engine_keep_early(e, p->idx, f);
+        return;
+    }
+    op_out_init(&o);
+    op_frame(&o, g, p->idx, p->incarnation ^ ((uint64_t)p->idx << 48), f);
+    engine_run(e, &o);
+    op_out_fini(&o);
+}
+
+eng_call *
+engine_data_target(engine *e, eng_peer *p, const frame *f, uint64_t len, uint64_t *addr)
+{
+    op_group *g = engine_group_find(e, f->id.group);
+    uint64_t off = 0;
+    op_call *c;
+    op_out o;
+
+    if (g == NULL)
+        return NULL;
+    op_out_init(&o);
+    c = op_data_target(&o, g, p->idx, f, len, &off);
+    engine_run(e, &o);
+    op_out_fini(&o);
+    if (c == NULL)
+        return NULL;
+    *addr = EC(c)->a->recv_addr + off;
+    EC(c)->pins++;
+    return EC(c);
+}
+
+void
+engine_data_landed(engine *e, eng_call *c, const frame *f, uint64_t len, int rv)
+{
+    op_out o;
+    if (--c->pins == 0)
+        pthread_cond_broadcast(&c->cv);
+    op_out_init(&o);
+    op_data_landed(&o, &c->oc, f->src, len, rv);
+    engine_run(e, &o);
+    op_out_fini(&o);
+}
+
+void
+engine_sent(engine *e, eng_call *c, int64_t d, int rv)
+{
+    op_out o;
+    op_out_init(&o);
+    op_sent(&o, &c->oc, d, rv);
+    engine_run(e, &o);
+    op_out_fini(&o);
+}
+
+void
+engine_peer_lost(engine *e, eng_peer *p, const char *why)
+{
+    op_out o;
+    op_out_init(&o);
+    for (op_group *g = e->groups; g != NULL; g = g->next)
+        op_peer_lost(&o, g, p->idx, why);
+    engine_run(e, &o);
+    op_out_fini(&o);
+}
+
+/* ---- one rank's call ---- */
 
 /* copy_local copies the slice s -> d between two local jobs; e->mtx held on entry and exit. */
 static void
-copy_local(engine *e, eng_op *op, eng_pair p, uint8_t **buf)
+copy_local(engine *e, op_op *op, eng_pair p, uint8_t **buf)
 {
-    eng_group *g = op->g;
-    eng_call *cs = op->calls[p.s], *cd = op->calls[p.d];
-    uint64_t bytes = (uint64_t)cs->a->counts[p.d] * cs->esize, done = 0;
-    uint64_t from = cs->a->send_addr + (uint64_t)cs->a->counts[g->n + p.d] * cs->esize;
-    uint64_t to = cd->a->recv_addr + (uint64_t)cd->a->counts[3 * g->n + p.s] * cd->esize;
+    op_group *g = op->g;
+    eng_call *cs = EC(op->calls[p.s]), *cd = EC(op->calls[p.d]);
+    size_t ses = cs->oc.esize, des = cd->oc.esize;
+    uint64_t bytes = (uint64_t)cs->a->counts[p.d] * ses, done = 0;
+    uint64_t from = cs->a->send_addr + (uint64_t)cs->a->counts[g->n + p.d] * ses;
+    uint64_t to = cd->a->recv_addr + (uint64_t)cd->a->counts[3 * g->n + p.s] * des;
     int rv = 0, wr = 0;
     eng_map *ms = NULL, *md = NULL;
     uint8_t *src = bytes > 0 ? shm_get(e, cs->sess, from, bytes, &ms) : NULL;
     uint8_t *dst = bytes > 0 ? shm_get(e, cd->sess, to, bytes, &md) : NULL;
+    op_out o;
 
     cs->pins++;
     cd->pins++;
@@ -512,29 +566,10 @@ copy_local(engine *e, eng_op *op, eng_pair p, uint8_t **buf)
         pthread_cond_broadcast(&cs->cv);
     if (--cd->pins == 0)
         pthread_cond_broadcast(&cd->cv);
-    if (rv != 0) {
-        op_fail_memory(e, op, wr ? p.d : p.s, wr, rv);
-        return;
-    }
-    pair_landed(op, cs, cd, p);
-}
-
-/* missing_ranks writes the group ranks c still waits for (not arrived, or slow). */
-static void
-missing_ranks(const eng_call *c, char *buf, size_t len)
-{
-    const eng_op *op = c->op;
-    size_t n = op->g->n, k = 0, off = 0;
-    buf[0] = '\0';
-    for (size_t r = 0; r < n && off + 24 < len; r++) {
-        const eng_rx *rx = &op->rx[(size_t)c->lidx * n + r];
-        const eng_tx *tx = &op->tx[(size_t)c->lidx * n + r];
-        int waiting = op->g->peer[r] < 0 ? op->calls[r] == NULL : (!rx->have_slice || !tx->ready);
-        if (waiting)
-            off += (size_t)snprintf(buf + off, len - off, "%s%zu", k++ ? ", " : "", r);
-    }
-    if (k == 0)
-        snprintf(buf, len, "none (all arrived; data still in flight)");
+    op_out_init(&o);
+    op_copied(&o, op, p.s, p.d, rv, wr);
+    engine_run(e, &o);
+    op_out_fini(&o);
 }
 
 /* call_wait copies c's local pairs and waits until c completes, fails or passes its deadline;
@@ -542,10 +577,9 @@ missing_ranks(const eng_call *c, char *buf, size_t len)
 static void
 call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms, uint8_t **buf)
 {
-    eng_op *op = c->op;
-    char miss[512];
+    op_op *op = c->oc.op;
 
-    while (op->status == A2A_OK && (c->sends_left > 0 || c->recvs_left > 0)) {
+    while (op->status == A2A_OK && !op_call_done(&c->oc)) {
         int64_t left = deadline - rpc_now_ms();
         struct timespec ts;
         if (c->ntodo > 0) {
@@ -553,11 +587,11 @@ call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms, uint8_t 
             continue;
         }
         if (left <= 0) {
-            missing_ranks(c, miss, sizeof(miss));
-            op_fail(e, op, A2A_ERR_DEADLINE_EXCEEDED, 1,
-                    "operation %llu on group \"%s\" timed out after %lld ms waiting for group "
-                    "rank(s) %s",
-                    (unsigned long long)op->num, op->g->name, (long long)timeout_ms, miss);
+            op_out o;
+            op_out_init(&o);
+            op_deadline(&o, op, &c->oc, timeout_ms);
+            engine_run(e, &o);
+            op_out_fini(&o);
             break;
         }
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -584,7 +618,7 @@ unpin_wait(engine *e, eng_call *c, int64_t deadline)
         if (left <= 0 && !released) {
             log_warn("operation %llu of group \"%s\": a link still moves bytes of rank %lld "
                      "%d ms after the call ended: closing it",
-                     (unsigned long long)c->num, c->op->g->name, (long long)c->grank,
+                     (unsigned long long)c->oc.num, c->oc.op->g->name, (long long)c->oc.grank,
                      ENGINE_PIN_GRACE_MS);
             link_release_call(e, c);
             released = 1;
@@ -604,12 +638,14 @@ unpin_wait(engine *e, eng_call *c, int64_t deadline)
 /* call_run numbers c (group_seq_begin), enters it into that operation of g, copies local pairs
  * and waits; *next is the number of the rank's next call. Under e->mtx. */
 static a2a_status
-call_run(engine *e, eng_group *g, eng_call *c, int64_t deadline, int64_t timeout_ms, int64_t *next,
+call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_ms, int64_t *next,
          char *err, size_t errlen)
 {
-    size_t l = (size_t)c->lidx;
+    size_t l = (size_t)c->oc.lidx;
     uint64_t num;
+    op_out o;
 
+    op_out_init(&o);
     /* the job's previous call failed without reaching us (we restarted under it): the others
      * need not wait for it until their deadline */
     if (c->a->op_failed && c->a->op_next > 0 &&
@@ -620,50 +656,51 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t deadline, int64_t timeout
         snprintf(why, sizeof(why),
                  "the call of group rank %lld (world rank %lld) for operation %lld failed before "
                  "it reached worker %s (it restarted)",
-                 (long long)c->grank, (long long)g->world[c->grank], (long long)c->a->op_next - 1,
-                 e->self->name);
-        op_fail_num(e, g, (uint64_t)c->a->op_next - 1, A2A_ERR_UNAVAILABLE, 1, why);
+                 (long long)c->oc.grank, (long long)g->world[c->oc.grank],
+                 (long long)c->a->op_next - 1, e->self->name);
+        op_fail_num(&o, g, (uint64_t)c->a->op_next - 1, A2A_ERR_UNAVAILABLE, 1, why);
+        engine_run(e, &o);
     }
     num = group_seq_begin(&g->seq, l, c->a->op_next, (int)c->a->op_failed);
-    eng_op *op = op_get(e, g, num, 1);
+    op_op *op = op_get(g, num, 1);
     uint8_t *buf = NULL;
     a2a_status st;
 
-    c->num = num;
+    c->oc.num = num;
     *next = (int64_t)num + 1;
     if (op == NULL) {
-        group_seq_end(&g->seq, (size_t)c->lidx, num, A2A_ERR_RESOURCE_EXHAUSTED);
+        op_out_fini(&o);
+        group_seq_end(&g->seq, l, num, A2A_ERR_RESOURCE_EXHAUSTED);
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
-    op->arrived++;
+    if (op->status == A2A_OK && (c->todo = calloc(g->n, sizeof(*c->todo))) == NULL)
+        op_fail(&o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "worker %s is out of memory", e->self->name);
+    engine_run(e, &o);
     if (op->status != A2A_OK) { /* failed before this rank came: a latecomer */
         st = status_fail(err, errlen, op->status, "%s", op->msg);
-        group_seq_end(&g->seq, (size_t)c->lidx, num, st);
-        op_release(e, op);
+        group_seq_end(&g->seq, l, num, st);
+        op->arrived++;
+        (void)op_leave(op, &c->oc);
+        op_out_fini(&o);
+        free(c->todo);
+        c->todo = NULL;
         return st;
     }
-    op->arrived--; /* call_arrive counts it */
-    if ((c->todo = calloc(g->n, sizeof(*c->todo))) == NULL) {
-        op->arrived++;
-        group_seq_end(&g->seq, (size_t)c->lidx, num, A2A_ERR_RESOURCE_EXHAUSTED);
-        op_release(e, op);
-        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
-    }
-    c->op = op;
+    c->oc.op = op;
     link_flush_begin();
-    call_arrive(e, c);
+    op_arrive(&o, op, &c->oc);
+    engine_run(e, &o);
     link_flush(e); /* READY and eager slices leave from this thread, now */
     call_wait(e, c, deadline, timeout_ms, &buf);
-    c->finished = 1;
+    c->oc.finished = 1;
     link_drop_call(e, c);
     unpin_wait(e, c, deadline);
-    if (op->calls[c->grank] == c)
-        op->calls[c->grank] = NULL;
     st = op->status;
     if (st != A2A_OK)
         status_fail(err, errlen, st, "%s", op->msg);
-    group_seq_end(&g->seq, (size_t)c->lidx, num, st);
-    op_release(e, op);
+    group_seq_end(&g->seq, l, num, st);
+    (void)op_leave(op, &c->oc);
+    op_out_fini(&o);
     free(c->todo);
     c->todo = NULL;
     free(buf);
@@ -671,7 +708,7 @@ call_run(engine *e, eng_group *g, eng_call *c, int64_t deadline, int64_t timeout
 }
 
 /*
- * pre_read reads c's eager slices (engine_eager_max) from its job before the
+ * pre_read reads c's eager slices (op_eager_max) from its job before the
  * call enters, so that they leave with their SLICE frames; on any failure c
  * has none, and the usual path reports what is wrong with the buffer.
  */
@@ -679,12 +716,13 @@ static void
 pre_read(eng_call *c)
 {
     const wire_a2av *a = c->a;
-    uint64_t emax = engine_eager_max(a->n), total = 0;
-    int whole = a->send_len <= 65536 / c->esize;         /* one read of the whole buffer */
-    uint64_t bytes = whole ? a->send_len * c->esize : 0; /* send_len is in elements */
+    size_t esize = c->oc.esize;
+    uint64_t emax = op_eager_max(a->n), total = 0;
+    int whole = a->send_len <= 65536 / esize;         /* one read of the whole buffer */
+    uint64_t bytes = whole ? a->send_len * esize : 0; /* send_len is in elements */
 
     for (size_t d = 0; d < a->n; d++) {
-        uint64_t b = (uint64_t)a->counts[d] * c->esize;
+        uint64_t b = (uint64_t)a->counts[d] * esize;
         total += b > 0 && b <= emax ? b : 0;
     }
     if (total == 0 || (c->pre_at = malloc(a->n * sizeof(uint64_t))) == NULL ||
@@ -694,8 +732,7 @@ pre_read(eng_call *c)
         goto none;
     total = 0;
     for (size_t d = 0; d < a->n; d++) {
-        uint64_t b = (uint64_t)a->counts[d] * c->esize,
-                 at = (uint64_t)a->counts[a->n + d] * c->esize;
+        uint64_t b = (uint64_t)a->counts[d] * esize, at = (uint64_t)a->counts[a->n + d] * esize;
         c->pre_at[d] = UINT64_MAX;
         if (b == 0 || b > emax)
             continue;
@@ -717,7 +754,7 @@ none:
 }
 
 static int64_t
-group_rank_of(const eng_group *g, int64_t world)
+group_rank_of(const op_group *g, int64_t world)
 {
     for (size_t i = 0; i < g->n; i++)
         if (g->world[i] == world)
@@ -739,7 +776,7 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
     int64_t timeout = a->timeout_ms > 0 ? a->timeout_ms : ENGINE_DEFAULT_TIMEOUT_MS;
     int64_t unused, deadline;
     a2a_status st;
-    eng_group *g;
+    op_group *g;
 
     if (next == NULL)
         next = &unused;
@@ -761,16 +798,21 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
                            "worker %s has no open local session for world rank %lld: the job "
                            "hands its memory over on the worker's socket",
                            e->self->name, (long long)a->job.world_rank);
-    c.esize = a2a_dtype_size((a2a_dtype)a->dtype);
+    c.oc.esize = a2a_dtype_size((a2a_dtype)a->dtype);
+    c.oc.dtype = (int32_t)a->dtype;
+    c.oc.counts = a->counts;
+    c.oc.self_copied = a->self_copied;
     deadline = rpc_now_ms() + timeout; /* resolving the group counts against it too */
     pre_read(&c);
+    c.oc.pre = c.pre;
+    c.oc.pre_at = c.pre_at;
     pthread_cond_init(&c.cv, NULL);
     pthread_mutex_lock(&e->mtx);
     if (e->stopping) {
         st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s is stopping", e->self->name);
     } else if ((g = group_fresh(e, a->group, deadline, &st, err, errlen)) == NULL) {
         /* st and err set */
-    } else if ((c.grank = group_rank_of(g, a->job.world_rank)) < 0) {
+    } else if ((c.oc.grank = group_rank_of(g, a->job.world_rank)) < 0) {
         st = status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
                          "world rank %lld is not a member of group \"%s\"",
                          (long long)a->job.world_rank, a->group);
@@ -779,7 +821,7 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
                          "group \"%s\" has %zu ranks, but the call gave counts for %zu", a->group,
                          g->n, a->n);
     } else {
-        c.lidx = g->lidx[c.grank];
+        c.oc.lidx = g->lidx[c.oc.grank];
         st = call_run(e, g, &c, deadline, timeout, next, err, errlen);
     }
     pthread_mutex_unlock(&e->mtx);

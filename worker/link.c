@@ -50,33 +50,20 @@ encode_frame(msgpack_sbuffer *sb, const frame *f, uint64_t payload_len)
     return 0;
 }
 
-void
-link_send_ctl(engine *e, eng_peer *p, const frame *f, eng_op *op)
-{
-    link_send_eager(e, p, f, op, NULL, 0);
-}
-
-void
-link_send_eager(engine *e, eng_peer *p, const frame *f, eng_op *op, const uint8_t *payload,
-                size_t len)
+int
+link_send(engine *e, eng_peer *p, const frame *f, const uint8_t *payload, size_t len)
 {
     msgpack_sbuffer sb;
     eng_ctl *c;
 
     if (e->stopping)
-        return;
+        return 0;
     msgpack_sbuffer_init(&sb);
     if (encode_frame(&sb, f, len) != 0 || (c = malloc(sizeof(*c) + sb.size + len)) == NULL) {
         msgpack_sbuffer_destroy(&sb);
-        if (op != NULL)
-            op_fail(e, op, A2A_ERR_RESOURCE_EXHAUSTED, 1,
-                    "cannot queue a frame of type %d for worker %s (out of memory, or its "
-                    "header is over %u bytes)",
-                    f->type, p->w->name, FRAME_HEADER_MAX);
-        return;
+        return -1;
     }
     c->next = NULL;
-    c->op = op;
     c->len = sb.size + len;
     memcpy(c->bytes, sb.data, sb.size);
     if (len > 0)
@@ -89,16 +76,16 @@ link_send_eager(engine *e, eng_peer *p, const frame *f, eng_op *op, const uint8_
     p->ctl_tail = c;
     if (!flushing)
         pthread_cond_signal(&p->cv);
+    return 0;
 }
 
-void
+int
 link_send_slice(engine *e, eng_peer *p, eng_call *c, int64_t dst, uint64_t total, uint64_t addr)
 {
     eng_send *s = calloc(1, sizeof(*s)), **pp;
-    if (s == NULL) {
-        op_fail(e, c->op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
-        return;
-    }
+    (void)e;
+    if (s == NULL)
+        return -1;
     s->call = c;
     s->dst = dst;
     s->total = total;
@@ -107,6 +94,7 @@ link_send_slice(engine *e, eng_peer *p, eng_call *c, int64_t dst, uint64_t total
         ;
     *pp = s;
     pthread_cond_signal(&p->cv);
+    return 0;
 }
 
 void
@@ -164,16 +152,7 @@ link_peer_down(engine *e, eng_peer *p, const char *why)
     log_warn("%s", msg);
     drop_queue(p);
     p->lost = 1;
-    for (eng_group *g = e->groups; g != NULL; g = g->next) {
-        int member = 0;
-        for (size_t r = 0; r < g->n && !member; r++)
-            member = g->peer[r] == p->idx;
-        if (!member)
-            continue;
-        g->stale = 1;
-        for (eng_op *op = g->ops; op != NULL; op = op->next)
-            op_fail(e, op, A2A_ERR_UNAVAILABLE, 1, "%s", msg);
-    }
+    engine_peer_lost(e, p, msg);
     /* The ABORTs just queued for p stay: a restarted p, or p once the link is back, learns
      * which of its operations failed here (when p is gone for good the next failed dial drops
      * them). */
@@ -367,8 +346,9 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
 {
     eng_send *s = p->sends, **pp;
     eng_call *c = s->call;
-    eng_op *op = c->op;
-    frame f = {.type = FRAME_DATA, .src = c->grank, .dst = s->dst, .offset = s->sent};
+    const op_op *op = c->oc.op;
+    int64_t dst = s->dst;
+    frame f = {.type = FRAME_DATA, .src = c->oc.grank, .dst = s->dst, .offset = s->sent};
     size_t k = s->total - s->sent < ENGINE_CHUNK ? (size_t)(s->total - s->sent) : ENGINE_CHUNK;
     msgpack_sbuffer sb;
     int rv, last;
@@ -403,20 +383,14 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
     shm_put(e, m);
     if (--c->pins == 0)
         pthread_cond_broadcast(&c->cv);
-    if (rv > 0) {
-        op_fail_memory(e, op, c->grank, 0, rv);
-    } else if (rv < 0) {
-        if (last)
-            free(s);
-        sender_broken(e, p, -rv);
-        return -1;
-    } else if (last) {
-        op->tx[(size_t)c->lidx * op->g->n + (size_t)s->dst].done = 1;
-        c->sends_left--;
-        op_check_done(op, c);
-    }
     if (last)
         free(s);
+    if (rv < 0) {
+        sender_broken(e, p, -rv);
+        return -1;
+    }
+    if (rv > 0 || last)
+        engine_sent(e, c, dst, rv);
     return 0;
 }
 
@@ -556,7 +530,7 @@ receive_data(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, const frame *f
 {
     uint64_t addr = 0;
     eng_map *m = NULL;
-    eng_call *c = op_data_target(e, p, f, (size_t)plen, &addr);
+    eng_call *c = engine_data_target(e, p, f, plen, &addr);
     uint8_t *shared = c != NULL ? shm_get(e, c->sess, addr, plen, &m) : NULL;
     int rv, wr = 0;
 
@@ -574,7 +548,7 @@ receive_data(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, const frame *f
     in->landing = NULL;
     shm_put(e, m);
     if (c != NULL)
-        op_data_landed(e, c, f, (size_t)plen, rv != 0 ? -1 : wr);
+        engine_data_landed(e, c, f, plen, rv != 0 ? -1 : wr);
     return rv;
 }
 
@@ -604,11 +578,11 @@ receiver_loop(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, char *why, si
             }
             pthread_mutex_lock(&e->mtx);
             if (rv == 0 && !e->stopping)
-                op_on_frame(e, p, &f);
+                engine_frame(e, p, &f);
         } else if (f.type == FRAME_DATA)
             rv = receive_data(e, in, p, x, &f, plen, why, whylen);
         else if (f.type != FRAME_HEARTBEAT && f.type != FRAME_HELLO)
-            op_on_frame(e, p, &f);
+            engine_frame(e, p, &f);
         pthread_mutex_unlock(&e->mtx);
         frame_fini(&f);
         if (rv != 0)

@@ -1,4 +1,6 @@
-/* op.c - one operation of a group: matching READY and SLICE frames with local calls. */
+/* op.c - the operations of a group at one worker, as a pure state machine (see op.h). */
+#include "op.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,18 +9,123 @@
 
 #include "common/dtype.h"
 #include "common/log.h"
-#include "engine_int.h"
-#include "xfer.h"
 
 /* Index of a pair in rx (row: local d) or tx (row: local s). */
 #define PAIR(op, l, other) ((size_t)(l) * (op)->g->n + (size_t)(other))
 
-eng_op *
-op_get(engine *e, eng_group *g, uint64_t num, int create)
+/* ---- actions ---- */
+
+void
+op_out_init(op_out *o)
 {
-    eng_op *op;
+    memset(o, 0, sizeof(*o));
+}
+
+void
+op_out_reset(op_out *o)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        free(o->a[i].f.srcs);
+        free(o->a[i].f.counts);
+        free(o->a[i].bytes);
+    }
+    o->n = 0;
+    o->oom = 0;
+}
+
+void
+op_out_fini(op_out *o)
+{
+    op_out_reset(o);
+    free(o->a);
+    memset(o, 0, sizeof(*o));
+}
+
+/* push appends an action (zeroed but for its type); NULL when out of memory (counted). */
+static op_act *
+push(op_out *o, op_act_type type)
+{
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 16;
+        op_act *a = realloc(o->a, cap * sizeof(*a));
+        if (a == NULL) {
+            o->oom++;
+            return NULL;
+        }
+        o->a = a;
+        o->cap = cap;
+    }
+    op_act *a = &o->a[o->n++];
+    memset(a, 0, sizeof(*a));
+    a->type = type;
+    return a;
+}
+
+static void
+push_call(op_out *o, op_act_type type, op_call *c)
+{
+    op_act *a = push(o, type);
+    if (a != NULL) {
+        a->call = c;
+        a->op = c->op;
+    }
+}
+
+/* frame_of starts a frame of op's identity. */
+static frame
+frame_of(const op_op *op, frame_type type)
+{
+    frame f = {.type = type};
+    snprintf(f.id.group, sizeof(f.id.group), "%s", op->g->name);
+    f.id.epoch = op->g->epoch;
+    f.id.op = op->num;
+    return f;
+}
+
+/* send_frame queues f to peer for op (op: NULL for frames no operation depends on). */
+static op_act *
+send_frame(op_out *o, int peer, op_op *op, const frame *f)
+{
+    op_act *a = push(o, OPA_SEND);
+    if (a == NULL) {
+        if (op != NULL && op->status == A2A_OK) {
+            /* cannot even say so: the operation fails here, its peers see their deadline */
+            op->status = A2A_ERR_RESOURCE_EXHAUSTED;
+            snprintf(op->msg, sizeof(op->msg), "out of memory");
+            group_seq_fail(&op->g->seq, op->num, op->status, op->msg);
+        }
+        return NULL;
+    }
+    a->peer = peer;
+    a->op = op;
+    a->f = *f;
+    a->f.srcs = NULL;
+    a->f.counts = NULL;
+    a->f.payload = NULL;
+    a->f.payload_len = 0;
+    return a;
+}
+
+static const char *
+peer_name(const op_group *g, int peer)
+{
+    return peer >= 0 && (size_t)peer < g->env->nworkers ? g->env->workers[peer] : "?";
+}
+
+/* ---- operations ---- */
+
+uint64_t
+op_eager_max(size_t n)
+{
+    uint64_t per = n > 0 ? (uint64_t)OP_EAGER_TOTAL / ((uint64_t)n * n) : 0;
+    return per < FRAME_EAGER_MAX ? per : FRAME_EAGER_MAX;
+}
+
+op_op *
+op_get(op_group *g, uint64_t num, int create)
+{
+    op_op *op;
     const group_failed *h;
-    (void)e;
 
     for (op = g->ops; op != NULL; op = op->next)
         if (op->num == num)
@@ -50,7 +157,7 @@ op_get(engine *e, eng_group *g, uint64_t num, int create)
 }
 
 static void
-op_free(eng_op *op)
+op_free(op_op *op)
 {
     for (size_t i = 0; i < op->g->nlocal * op->g->n; i++)
         free(op->rx[i].stash);
@@ -61,7 +168,7 @@ op_free(eng_op *op)
 }
 
 void
-group_free(eng_group *g)
+group_free(op_group *g)
 {
     if (g == NULL)
         return;
@@ -75,9 +182,9 @@ group_free(eng_group *g)
 /* op_done_with reports whether op may go: no local call is in it, and it failed (its history
  * answers latecomers) or every local rank is past it. */
 static int
-op_done_with(const eng_op *op)
+op_done_with(const op_op *op)
 {
-    const eng_group *g = op->g;
+    const op_group *g = op->g;
     if (op->arrived != op->left)
         return 0;
     if (op->status != A2A_OK)
@@ -89,11 +196,10 @@ op_done_with(const eng_op *op)
 }
 
 int
-group_sweep(engine *e, eng_group *g)
+group_sweep(op_group *g)
 {
-    (void)e;
-    for (eng_op **pp = &g->ops; *pp != NULL;) {
-        eng_op *op = *pp;
+    for (op_op **pp = &g->ops; *pp != NULL;) {
+        op_op *op = *pp;
         if (!op_done_with(op)) {
             pp = &op->next;
             continue;
@@ -109,32 +215,33 @@ group_sweep(engine *e, eng_group *g)
     return 0;
 }
 
-void
-op_release(engine *e, eng_op *op)
+int
+op_leave(op_op *op, op_call *c)
 {
+    if (op->calls[c->grank] == c)
+        op->calls[c->grank] = NULL;
     op->left++;
-    (void)group_sweep(e, op->g);
+    return group_sweep(op->g);
+}
+
+int
+op_call_done(const op_call *c)
+{
+    return c->sends_left == 0 && c->recvs_left == 0;
+}
+
+/* check_done wakes c's thread when every pair of c is done. */
+static void
+check_done(op_out *o, op_call *c)
+{
+    if (op_call_done(c))
+        push_call(o, OPA_WAKE, c);
 }
 
 void
-op_check_done(eng_op *op, eng_call *c)
+op_fail(op_out *o, op_op *op, a2a_status st, int broadcast, const char *fmt, ...)
 {
-    if (c->sends_left != 0 || c->recvs_left != 0)
-        return;
-    pthread_cond_broadcast(&c->cv);
-    /* every pair done and nothing touching the job's memory: answer it from here */
-    if (c->done != NULL && !c->done->called && c->pins == 0 && c->ntodo == 0 && !c->finished &&
-        op->status == A2A_OK) {
-        c->done->called = 1;
-        c->done->next = (int64_t)c->num + 1;
-        c->done->fn(c->done->arg);
-    }
-}
-
-void
-op_fail(engine *e, eng_op *op, a2a_status st, int broadcast, const char *fmt, ...)
-{
-    eng_group *g = op->g;
+    op_group *g = op->g;
     va_list ap;
 
     if (op->status != A2A_OK)
@@ -147,230 +254,428 @@ op_fail(engine *e, eng_op *op, a2a_status st, int broadcast, const char *fmt, ..
     log_info("group \"%s\" operation %llu failed: %s: %s", g->name, (unsigned long long)op->num,
              a2a_status_name(st), op->msg);
     for (size_t r = 0; r < g->n; r++) {
-        eng_call *c = op->calls[r];
+        op_call *c = op->calls[r];
         if (c == NULL || c->finished)
             continue;
-        link_drop_call(e, c);
-        pthread_cond_broadcast(&c->cv);
+        push_call(o, OPA_DROP, c);
+        push_call(o, OPA_WAKE, c);
     }
     if (!broadcast)
         return;
-    frame f = {.type = FRAME_ABORT, .status = st, .resync = op->resync};
-    snprintf(f.id.group, sizeof(f.id.group), "%s", g->name);
-    f.id.epoch = g->epoch;
-    f.id.op = op->num;
+    frame f = frame_of(op, FRAME_ABORT);
+    f.status = st;
+    f.resync = op->resync;
     snprintf(f.message, sizeof(f.message), "%s", op->msg);
-    for (size_t i = 0; i < e->npeers; i++) {
+    for (size_t i = 0; i < g->env->nworkers; i++) {
         int member = 0;
         for (size_t r = 0; r < g->n && !member; r++)
             member = g->peer[r] == (int)i;
         if (member)
-            link_send_ctl(e, &e->peers[i], &f, NULL);
+            (void)send_frame(o, (int)i, NULL, &f);
     }
 }
 
 void
-op_fail_memory(engine *e, eng_op *op, int64_t grank, int write, int err)
+op_fail_memory(op_out *o, op_op *op, int64_t grank, int write, int err)
 {
-    eng_group *g = op->g;
+    op_group *g = op->g;
     if (err == ESRCH) /* the job is gone: not the caller's fault */
-        op_fail(e, op, A2A_ERR_UNAVAILABLE, 1,
+        op_fail(o, op, A2A_ERR_UNAVAILABLE, 1,
                 "the job of group rank %lld (world rank %lld) on worker %s exited during "
                 "operation %llu",
-                (long long)grank, (long long)g->world[grank], e->self->name,
+                (long long)grank, (long long)g->world[grank], g->env->self,
                 (unsigned long long)op->num);
     else if (err == ENOMEM)
-        op_fail(e, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "worker %s is out of memory", e->self->name);
+        op_fail(o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "worker %s is out of memory", g->env->self);
     else
-        op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1,
+        op_fail(o, op, A2A_ERR_INVALID_ARGUMENT, 1,
                 "cannot %s the %s buffer of group rank %lld (world rank %lld): %s",
                 write ? "write" : "read", write ? "receive" : "send", (long long)grank,
                 (long long)g->world[grank], strerror(err));
 }
 
 void
-group_fail_all(engine *e, eng_group *g, a2a_status st, const char *why)
+group_fail_all(op_out *o, op_group *g, a2a_status st, const char *why)
 {
-    for (eng_op *op = g->ops; op != NULL; op = op->next)
-        op_fail(e, op, st, 0, "%s", why);
+    for (op_op *op = g->ops; op != NULL; op = op->next)
+        op_fail(o, op, st, 0, "%s", why);
 }
 
-static const char *
-esize_name(const eng_call *c)
+void
+op_peer_lost(op_out *o, op_group *g, int peer, const char *why)
 {
-    return dtype_name((a2a_dtype)c->a->dtype);
+    int member = 0;
+    for (size_t r = 0; r < g->n && !member; r++)
+        member = g->peer[r] == peer;
+    if (!member)
+        return;
+    g->stale = 1;
+    for (op_op *op = g->ops; op != NULL; op = op->next)
+        op_fail(o, op, A2A_ERR_UNAVAILABLE, 1, "%s", why);
+}
+
+void
+op_fail_num(op_out *o, op_group *g, uint64_t num, a2a_status st, int broadcast, const char *msg)
+{
+    op_op *op = op_get(g, num, 0);
+    if (op == NULL && broadcast)
+        op = op_get(g, num, 1); /* to broadcast its ABORT; the sweep frees it */
+    if (op != NULL)
+        op_fail(o, op, st, broadcast, "%s", msg);
+    else
+        group_seq_fail(&g->seq, num, st, msg);
 }
 
 /* count_mismatch fails op: rank s sends count elements (of c's dtype) to d, which expects others.
  */
 static void
-count_mismatch(engine *e, eng_op *op, const eng_call *c, int64_t s, int64_t count, int64_t d,
+count_mismatch(op_out *o, op_op *op, const op_call *c, int64_t s, int64_t count, int64_t d,
                int64_t expect)
 {
-    op_fail(e, op, A2A_ERR_COUNT_MISMATCH, 1,
+    op_fail(o, op, A2A_ERR_COUNT_MISMATCH, 1,
             "rank %lld sends %lld %s to rank %lld, which expects %lld", (long long)s,
-            (long long)count, esize_name(c), (long long)d, (long long)expect);
+            (long long)count, dtype_name((a2a_dtype)c->dtype), (long long)d, (long long)expect);
+}
+
+/* tx_done completes pair c -> d. */
+static void
+tx_done(op_out *o, op_op *op, op_call *c, int64_t d)
+{
+    op_tx *tx = &op->tx[PAIR(op, c->lidx, d)];
+    if (tx->state == TX_DONE)
+        return;
+    tx->state = TX_DONE;
+    c->sends_left--;
+    check_done(o, c);
+}
+
+/* rx_done completes pair s -> c. */
+static void
+rx_done(op_out *o, op_op *op, op_call *c, int64_t s)
+{
+    op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+    if (rx->state == RX_DONE)
+        return;
+    rx->state = RX_DONE;
+    c->recvs_left--;
+    check_done(o, c);
 }
 
 /*
- * op_pair_ready starts pair s -> d once s's call is here and d's expected
- * count is known. A remote d gets SLICE and the data; a local d is copied by
- * the caller (returns 1).
+ * pair_start starts pair s -> d once s's call is here and d's expected count is known
+ * (TX_READY, or TX_EAGER confirmed). A remote d gets SLICE and the data; a local d is copied
+ * by the receiving call's thread (OPA_COPY) or was copied by the job itself.
  */
-int
-op_pair_start(engine *e, eng_op *op, int64_t s, int64_t d)
+static void
+pair_start(op_out *o, op_op *op, int64_t s, int64_t d)
 {
-    eng_group *g = op->g;
-    eng_call *c = op->calls[s];
-    eng_tx *tx = &op->tx[PAIR(op, g->lidx[s], d)];
+    op_group *g = op->g;
+    op_call *c = op->calls[s];
+    op_tx *tx = &op->tx[PAIR(op, g->lidx[s], d)];
     int64_t count;
-    frame f = {.type = FRAME_SLICE};
 
     if (c == NULL || c->finished || !tx->ready || op->status != A2A_OK)
-        return 0;
-    if (tx->started && (!tx->eager || tx->done))
-        return 0;
-    count = c->a->counts[d];
+        return;
+    if (tx->state != TX_READY && tx->state != TX_EAGER)
+        return;
+    count = c->counts[d];
     if (count != tx->expect) {
-        tx->started = 1;
-        count_mismatch(e, op, c, s, count, d, tx->expect);
-        return 0;
+        tx->state = TX_MOVING; /* never again: the operation fails */
+        count_mismatch(o, op, c, s, count, d, tx->expect);
+        return;
     }
-    if (tx->eager) { /* sent already: READY confirmed the count */
-        tx->done = 1;
-        c->sends_left--;
-        op_check_done(op, c);
-        return 0;
+    if (tx->state == TX_EAGER) { /* sent already: READY confirmed the count */
+        tx_done(o, op, c, d);
+        return;
     }
-    tx->started = 1;
-    if (g->peer[d] < 0)
-        return 1;
-    snprintf(f.id.group, sizeof(f.id.group), "%s", g->name);
-    f.id.epoch = g->epoch;
-    f.id.op = op->num;
+    tx->state = TX_MOVING;
+    if (g->peer[d] < 0) { /* local */
+        op_call *r = op->calls[d];
+        if (r == c && c->self_copied == s + 1) { /* the job copied it (counts equal) */
+            tx_done(o, op, c, d);
+            rx_done(o, op, c, s);
+        } else {
+            op_act *a = push(o, OPA_COPY);
+            if (a == NULL) {
+                op_fail(o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
+                return;
+            }
+            a->op = op;
+            a->call = r;
+            a->s = s;
+            a->d = d;
+        }
+        return;
+    }
+    frame f = frame_of(op, FRAME_SLICE);
     f.src = s;
     f.dst = d;
-    f.dtype = (int32_t)c->a->dtype;
+    f.dtype = c->dtype;
     f.count = count;
-    link_send_ctl(e, &e->peers[g->peer[d]], &f, op);
-    if (count > 0) {
-        link_send_slice(e, &e->peers[g->peer[d]], c, d, (uint64_t)count * c->esize,
-                        c->a->send_addr + (uint64_t)c->a->counts[g->n + d] * c->esize);
-    } else {
-        tx->done = 1;
-        c->sends_left--;
-        op_check_done(op, c);
-    }
-    return 0;
-}
-
-void
-op_pair_ready(engine *e, eng_op *op, int64_t s, int64_t d)
-{
-    (void)op_pair_start(e, op, s, d);
-}
-
-void
-op_send_eager(engine *e, eng_op *op, int64_t s, int64_t d)
-{
-    eng_group *g = op->g;
-    eng_call *c = op->calls[s];
-    eng_tx *tx = &op->tx[PAIR(op, g->lidx[s], d)];
-    int64_t count = c->a->counts[d];
-    uint64_t len = (uint64_t)count * c->esize;
-    frame f = {
-        .type = FRAME_SLICE, .src = s, .dst = d, .dtype = (int32_t)c->a->dtype, .count = count};
-
-    if (tx->started || op->status != A2A_OK)
+    (void)send_frame(o, g->peer[d], op, &f);
+    if (count == 0) {
+        tx_done(o, op, c, d);
         return;
-    tx->started = 1;
-    tx->eager = 1;
-    snprintf(f.id.group, sizeof(f.id.group), "%s", g->name);
-    f.id.epoch = g->epoch;
-    f.id.op = op->num;
-    link_send_eager(e, &e->peers[g->peer[d]], &f, op, len > 0 ? c->pre + c->pre_at[d] : NULL,
-                    (size_t)len);
-    if (tx->ready) /* READY came first */
-        op_pair_ready(e, op, s, d);
+    }
+    op_act *a = push(o, OPA_STREAM);
+    if (a == NULL) {
+        op_fail(o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
+        return;
+    }
+    a->peer = g->peer[d];
+    a->op = op;
+    a->call = c;
+    a->s = s;
+    a->d = d;
+    a->len = (uint64_t)count * c->esize;
+    a->off = (uint64_t)c->counts[g->n + d] * c->esize;
 }
 
-/* land_eager writes an eager slice from s into local call c and completes the pair. */
+/* send_eager sends slice s -> d (remote, small or empty) with its SLICE at once. */
 static void
-land_eager(engine *e, eng_op *op, eng_call *c, int64_t s, const uint8_t *bytes, int64_t count)
+send_eager(op_out *o, op_op *op, int64_t s, int64_t d)
 {
-    eng_group *g = op->g;
-    eng_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+    op_group *g = op->g;
+    op_call *c = op->calls[s];
+    op_tx *tx = &op->tx[PAIR(op, g->lidx[s], d)];
+    int64_t count = c->counts[d];
     uint64_t len = (uint64_t)count * c->esize;
-    uint64_t to = c->a->recv_addr + (uint64_t)c->a->counts[3 * g->n + s] * c->esize;
-    eng_map *m = NULL;
-    uint8_t *dst;
-    int rv = 0;
+    frame f = frame_of(op, FRAME_SLICE);
+    op_act *a;
+
+    if (tx->state != TX_WAIT && tx->state != TX_READY)
+        return;
+    if (op->status != A2A_OK)
+        return;
+    tx->state = TX_EAGER;
+    f.src = s;
+    f.dst = d;
+    f.dtype = c->dtype;
+    f.count = count;
+    if ((a = send_frame(o, g->peer[d], op, &f)) != NULL && len > 0) {
+        a->payload = c->pre + c->pre_at[d];
+        a->plen = (size_t)len;
+    }
+    if (tx->ready) /* READY came first */
+        pair_start(o, op, s, d);
+}
+
+/* land_eager lands an eager slice from s (bytes: taken) into local call c. */
+static void
+land_eager(op_out *o, op_op *op, op_call *c, int64_t s, uint8_t *bytes, int64_t count)
+{
+    op_group *g = op->g;
+    op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+    uint64_t len = (uint64_t)count * c->esize;
+    op_act *a;
 
     if (count != rx->expect) {
-        count_mismatch(e, op, c, s, count, c->grank, rx->expect);
+        free(bytes);
+        count_mismatch(o, op, c, s, count, c->grank, rx->expect);
         return;
     }
-    rx->have_slice = 1;
     rx->count = count;
-    /* small (engine_eager_max): copied under the lock */
-    if (len > 0 && (dst = shm_get(e, c->sess, to, len, &m)) != NULL)
-        memcpy(dst, bytes, (size_t)len);
-    else if (len > 0)
-        rv = xfer_write(c->sess, to, bytes, (size_t)len);
-    shm_put(e, m);
-    if (rv != 0) {
-        op_fail_memory(e, op, c->grank, 1, rv);
+    if (len == 0) {
+        free(bytes);
+        rx_done(o, op, c, s);
         return;
     }
-    rx->bytes = len;
-    rx->done = 1;
-    c->recvs_left--;
-    op_check_done(op, c);
+    if ((a = push(o, OPA_LAND)) == NULL) {
+        free(bytes);
+        op_fail(o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
+        return;
+    }
+    rx->state = RX_LANDING;
+    a->op = op;
+    a->call = c;
+    a->s = s;
+    a->bytes = bytes;
+    a->len = len;
+    a->off = (uint64_t)c->counts[3 * g->n + s] * c->esize;
 }
 
 void
-op_take_stash(engine *e, eng_op *op, eng_call *c)
+op_landed(op_out *o, op_call *c, int64_t s, int rv)
 {
-    eng_group *g = op->g;
-    for (size_t s = 0; s < g->n && op->status == A2A_OK; s++) {
-        eng_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
-        if (g->peer[s] < 0 || !rx->have_slice || rx->done)
+    op_op *op = c->op;
+    op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+    if (rx->state != RX_LANDING)
+        return;
+    if (rv != 0) {
+        op_fail_memory(o, op, c->grank, 1, rv);
+        return;
+    }
+    if (op->status != A2A_OK)
+        return;
+    rx->bytes = (uint64_t)rx->count * c->esize;
+    rx_done(o, op, c, s);
+}
+
+/* ready_out tells the worker of every remote source what c expects (READY). */
+static void
+ready_out(op_out *o, op_op *op, op_call *c)
+{
+    op_group *g = op->g;
+    for (size_t i = 0; i < g->env->nworkers; i++) {
+        size_t k = 0;
+        for (size_t s = 0; s < g->n; s++)
+            k += g->peer[s] == (int)i;
+        if (k == 0)
             continue;
-        rx->have_slice = 0;
-        land_eager(e, op, c, (int64_t)s, rx->stash, rx->count);
-        free(rx->stash);
-        rx->stash = NULL;
+        frame f = frame_of(op, FRAME_READY);
+        f.dst = c->grank;
+        f.dtype = c->dtype;
+        op_act *a = send_frame(o, (int)i, op, &f);
+        if (a == NULL)
+            return;
+        if ((a->f.srcs = calloc(k, sizeof(int64_t))) == NULL ||
+            (a->f.counts = calloc(k, sizeof(int64_t))) == NULL) {
+            o->n--; /* the last action: take it back */
+            free(a->f.srcs);
+            free(a->f.counts);
+            op_fail(o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
+            return;
+        }
+        for (size_t s = 0; s < g->n; s++)
+            if (g->peer[s] == (int)i) {
+                a->f.srcs[a->f.n] = (int64_t)s;
+                a->f.counts[a->f.n++] = c->counts[2 * g->n + s];
+            }
     }
 }
 
-/* reply_abort tells peer p that the operation of f failed (or is gone); resync: 0, or where
+/* take_stash lands the eager slices that came for c before it. */
+static void
+take_stash(op_out *o, op_op *op, op_call *c)
+{
+    op_group *g = op->g;
+    for (size_t s = 0; s < g->n && op->status == A2A_OK; s++) {
+        op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+        if (g->peer[s] < 0 || rx->state != RX_STASHED)
+            continue;
+        uint8_t *bytes = rx->stash;
+        rx->stash = NULL;
+        rx->state = RX_WAIT;
+        land_eager(o, op, c, (int64_t)s, bytes, rx->count);
+    }
+}
+
+void
+op_arrive(op_out *o, op_op *op, op_call *c)
+{
+    op_group *g = op->g;
+    size_t n = g->n;
+    int64_t me = c->grank;
+
+    op->calls[me] = c;
+    op->arrived++;
+    c->sends_left = n;
+    c->recvs_left = n;
+    for (size_t s = 0; s < n; s++)
+        op->rx[PAIR(op, c->lidx, s)].expect = c->counts[2 * n + s];
+    ready_out(o, op, c);
+    take_stash(o, op, c);
+    for (size_t r = 0; r < n && op->status == A2A_OK; r++) {
+        op_call *other = op->calls[r];
+        if (g->peer[r] >= 0) {
+            if (c->counts[r] == 0 || (c->pre != NULL && c->pre_at[r] != UINT64_MAX))
+                send_eager(o, op, me, (int64_t)r); /* small: no need to wait for READY */
+            else
+                pair_start(o, op, me, (int64_t)r); /* READY may have come first */
+            continue;
+        }
+        if (other == NULL || other->finished)
+            continue;
+        /* local pairs me -> r and r -> me (once for r == me) */
+        op_tx *t1 = &op->tx[PAIR(op, c->lidx, r)];
+        t1->ready = 1;
+        t1->expect = other->counts[2 * n + (size_t)me];
+        if (t1->state == TX_WAIT)
+            t1->state = TX_READY;
+        pair_start(o, op, me, (int64_t)r);
+        if (other == c)
+            continue;
+        op_tx *t2 = &op->tx[PAIR(op, other->lidx, me)];
+        t2->ready = 1;
+        t2->expect = c->counts[2 * n + r];
+        if (t2->state == TX_WAIT)
+            t2->state = TX_READY;
+        pair_start(o, op, (int64_t)r, me);
+    }
+}
+
+void
+op_copied(op_out *o, op_op *op, int64_t s, int64_t d, int rv, int wr)
+{
+    op_call *cs = op->calls[s], *cd = op->calls[d];
+    if (rv != 0) {
+        op_fail_memory(o, op, wr ? d : s, wr, rv);
+        return;
+    }
+    if (cs == NULL || cd == NULL)
+        return;
+    tx_done(o, op, cs, d);
+    rx_done(o, op, cd, s);
+}
+
+void
+op_sent(op_out *o, op_call *c, int64_t d, int rv)
+{
+    op_op *op = c->op;
+    if (rv != 0) {
+        op_fail_memory(o, op, c->grank, 0, rv);
+        return;
+    }
+    if (op->tx[PAIR(op, c->lidx, d)].state == TX_MOVING)
+        tx_done(o, op, c, d);
+}
+
+void
+op_missing(const op_call *c, char *buf, size_t len)
+{
+    const op_op *op = c->op;
+    size_t n = op->g->n, k = 0, off = 0;
+    buf[0] = '\0';
+    for (size_t r = 0; r < n && off + 24 < len; r++) {
+        const op_rx *rx = &op->rx[PAIR(op, c->lidx, r)];
+        const op_tx *tx = &op->tx[PAIR(op, c->lidx, r)];
+        int waiting =
+            op->g->peer[r] < 0 ? op->calls[r] == NULL : (rx->state == RX_WAIT || !tx->ready);
+        if (waiting)
+            off += (size_t)snprintf(buf + off, len - off, "%s%zu", k++ ? ", " : "", r);
+    }
+    if (k == 0)
+        snprintf(buf, len, "none (all arrived; data still in flight)");
+}
+
+void
+op_deadline(op_out *o, op_op *op, const op_call *c, int64_t timeout_ms)
+{
+    char miss[512];
+    op_missing(c, miss, sizeof(miss));
+    op_fail(o, op, A2A_ERR_DEADLINE_EXCEEDED, 1,
+            "operation %llu on group \"%s\" timed out after %lld ms waiting for group rank(s) %s",
+            (unsigned long long)op->num, op->g->name, (long long)timeout_ms, miss);
+}
+
+/* ---- frames ---- */
+
+/* reply_abort tells peer that the operation of f failed (or is gone); resync: 0, or where
  * the next calls resynchronise. */
 static void
-reply_abort(engine *e, eng_peer *p, const frame *f, a2a_status st, const char *msg, uint64_t resync)
+reply_abort(op_out *o, int peer, const frame *f, a2a_status st, const char *msg, uint64_t resync)
 {
     frame r = {.type = FRAME_ABORT, .id = f->id, .status = st, .resync = resync};
     snprintf(r.message, sizeof(r.message), "%s", msg);
-    link_send_ctl(e, p, &r, NULL);
-}
-
-void
-op_fail_num(engine *e, eng_group *g, uint64_t num, a2a_status st, int broadcast, const char *msg)
-{
-    eng_op *op = op_get(e, g, num, 0);
-    if (op == NULL && broadcast)
-        op = op_get(e, g, num, 1); /* to broadcast its ABORT; the sweep frees it */
-    if (op != NULL)
-        op_fail(e, op, st, broadcast, "%s", msg);
-    else
-        group_seq_fail(&g->seq, num, st, msg);
+    (void)send_frame(o, peer, NULL, &r);
 }
 
 /* ops_top returns the highest number of g's operations here (0 with none). */
 static uint64_t
-ops_top(const eng_group *g)
+ops_top(const op_group *g)
 {
     uint64_t top = 0;
-    for (const eng_op *op = g->ops; op != NULL; op = op->next)
+    for (const op_op *op = g->ops; op != NULL; op = op->next)
         if (op->num > top)
             top = op->num;
     return top;
@@ -384,16 +689,16 @@ ops_top(const eng_group *g)
  * of the next calls here and, by the ABORTs' resync field, at the sender and the others.
  */
 static void
-numbers_differ(engine *e, eng_peer *p, eng_group *g, const frame *f)
+numbers_differ(op_out *o, op_group *g, int peer, uint64_t source, const frame *f)
 {
     char msg[600];
     uint64_t top = group_seq_top(&g->seq, ops_top(g));
     uint64_t r = (f->id.op > top ? f->id.op : top) + 1;
 
-    if (group_seq_differ(&g->seq, p->incarnation ^ ((uint64_t)p->idx << 48),
-                         f->id.op)) { /* a straggler of the call that made us resync */
+    if (group_seq_differ(&g->seq, source, f->id.op)) { /* a straggler of the call that made us
+                                                          resync */
         if (f->type == FRAME_READY || f->type == FRAME_SLICE)
-            reply_abort(e, p, f, A2A_ERR_UNAVAILABLE,
+            reply_abort(o, peer, f, A2A_ERR_UNAVAILABLE,
                         "operation numbers differ (a worker and its jobs restarted): the next "
                         "calls resynchronise",
                         g->seq.floor);
@@ -403,26 +708,25 @@ numbers_differ(engine *e, eng_peer *p, eng_group *g, const frame *f)
              "worker %s is at operation %llu of group \"%s\" and worker %s at %llu: their "
              "operation numbers differ (a worker and its jobs restarted); this call fails and "
              "the next ones resynchronise at %llu",
-             p->w->name, (unsigned long long)f->id.op, g->name, e->self->name,
+             peer_name(g, peer), (unsigned long long)f->id.op, g->name, g->env->self,
              (unsigned long long)top, (unsigned long long)r);
     log_info("%s", msg);
     (void)group_seq_resync(&g->seq, r, ops_top(g));
     if (f->type == FRAME_READY || f->type == FRAME_SLICE)
-        reply_abort(e, p, f, A2A_ERR_UNAVAILABLE, msg, r);
-    for (eng_op *op = g->ops; op != NULL; op = op->next)
+        reply_abort(o, peer, f, A2A_ERR_UNAVAILABLE, msg, r);
+    for (op_op *op = g->ops; op != NULL; op = op->next)
         if (op->arrived > op->left && op->status == A2A_OK) {
             op->resync = r;
-            op_fail(e, op, A2A_ERR_UNAVAILABLE, 1, "%s", msg);
+            op_fail(o, op, A2A_ERR_UNAVAILABLE, 1, "%s", msg);
         }
 }
 
 /* older_epoch: a frame of an epoch before ours; its sender has not seen the group change. */
 static void
-older_epoch(engine *e, eng_peer *p, eng_group *g, const frame *f)
+older_epoch(op_out *o, op_group *g, int peer, const frame *f)
 {
     char msg[600];
-    group_pos pos =
-        group_seq_classify(&g->seq, f->id.op, op_get(e, g, f->id.op, 0) != NULL, g->nops);
+    group_pos pos = group_seq_classify(&g->seq, f->id.op, op_get(g, f->id.op, 0) != NULL, g->nops);
 
     if (f->type == FRAME_ABORT && f->resync > 0)
         (void)group_seq_resync(&g->seq, f->resync, ops_top(g));
@@ -430,74 +734,73 @@ older_epoch(engine *e, eng_peer *p, eng_group *g, const frame *f)
              "group \"%s\" changed while operation %llu ran (epoch %llu at worker %s, %llu at "
              "%s: a member worker restarted or the group was redefined); the next call uses the "
              "new group",
-             g->name, (unsigned long long)f->id.op, (unsigned long long)f->id.epoch, p->w->name,
-             (unsigned long long)g->epoch, e->self->name);
+             g->name, (unsigned long long)f->id.op, (unsigned long long)f->id.epoch,
+             peer_name(g, peer), (unsigned long long)g->epoch, g->env->self);
     if (f->type == FRAME_READY || f->type == FRAME_SLICE) {
         frame newer = *f;
-        reply_abort(e, p, f, A2A_ERR_UNAVAILABLE, msg, 0);
+        reply_abort(o, peer, f, A2A_ERR_UNAVAILABLE, msg, 0);
         /* and the same in our epoch: newer for the sender, which then resolves the group again
          * before its next call instead of running it in the old epoch once more */
         newer.id.epoch = g->epoch;
-        newer.srcs = NULL;
-        newer.counts = NULL;
-        newer.payload = NULL;
-        reply_abort(e, p, &newer, A2A_ERR_UNAVAILABLE, msg, 0);
+        reply_abort(o, peer, &newer, A2A_ERR_UNAVAILABLE, msg, 0);
     }
     /* the sender's call of that number fails: ours of the same number fails with it */
     if (pos == GROUP_ACTIVE)
-        op_fail_num(e, g, f->id.op, f->type == FRAME_ABORT ? f->status : A2A_ERR_UNAVAILABLE,
+        op_fail_num(o, g, f->id.op, f->type == FRAME_ABORT ? f->status : A2A_ERR_UNAVAILABLE,
                     f->type != FRAME_ABORT, f->type == FRAME_ABORT ? f->message : msg);
 }
 
 static void
-on_ready(engine *e, eng_peer *p, eng_group *g, eng_op *op, const frame *f)
+on_ready(op_out *o, op_group *g, int peer, op_op *op, const frame *f)
 {
-    if (f->dst >= (int64_t)g->n || g->peer[f->dst] != p->idx) {
-        log_warn("READY from %s for rank %lld, which it does not host", p->w->name,
+    if (f->dst < 0 || f->dst >= (int64_t)g->n || g->peer[f->dst] != peer) {
+        log_warn("READY from %s for rank %lld, which it does not host", peer_name(g, peer),
                  (long long)f->dst);
         return;
     }
     for (size_t i = 0; i < f->n; i++) {
         int64_t s = f->srcs[i];
-        eng_tx *tx;
-        if (s >= (int64_t)g->n || g->lidx[s] < 0)
+        op_tx *tx;
+        if (s < 0 || s >= (int64_t)g->n || g->lidx[s] < 0)
             continue;
         tx = &op->tx[PAIR(op, g->lidx[s], f->dst)];
         if (tx->ready)
             continue;
         tx->ready = 1;
         tx->expect = f->counts[i];
-        op_pair_ready(e, op, s, f->dst);
+        if (tx->state == TX_WAIT)
+            tx->state = TX_READY;
+        pair_start(o, op, s, f->dst);
     }
 }
 
 static void
-on_slice(engine *e, eng_peer *p, eng_group *g, eng_op *op, frame *f)
+on_slice(op_out *o, op_group *g, int peer, op_op *op, frame *f)
 {
-    eng_call *c;
-    eng_rx *rx;
+    op_call *c;
+    op_rx *rx;
 
-    if (f->src >= (int64_t)g->n || f->dst >= (int64_t)g->n || g->peer[f->src] != p->idx ||
-        g->lidx[f->dst] < 0)
+    if (f->src < 0 || f->dst < 0 || f->src >= (int64_t)g->n || f->dst >= (int64_t)g->n ||
+        g->peer[f->src] != peer || g->lidx[f->dst] < 0)
         return;
     c = op->calls[f->dst];
     rx = &op->rx[PAIR(op, g->lidx[f->dst], f->src)];
-    if (rx->have_slice || op->status != A2A_OK || (c != NULL && c->finished))
+    if (rx->state != RX_WAIT || op->status != A2A_OK || (c != NULL && c->finished))
         return;
     if (f->count > 0 && f->payload == NULL && c == NULL)
         return; /* not eager, yet before READY: not from a worker that follows the protocol */
     /* the frame decoder checked payload == count * dtype size <= FRAME_EAGER_MAX; the group's
      * own limit is ours to check */
-    if (f->payload != NULL && f->payload_len > engine_eager_max(g->n)) {
-        op_fail(e, op, A2A_ERR_INTERNAL, 1,
+    if (f->payload != NULL && f->payload_len > op_eager_max(g->n)) {
+        op_fail(o, op, A2A_ERR_INTERNAL, 1,
                 "rank %lld sent rank %lld an eager slice of %zu bytes (limit %llu in a group of "
                 "%zu)",
                 (long long)f->src, (long long)f->dst, f->payload_len,
-                (unsigned long long)engine_eager_max(g->n), g->n);
+                (unsigned long long)op_eager_max(g->n), g->n);
         return;
     }
-    if (c == NULL) { /* eager, before d: keep it until d comes (bounded: engine_eager_max) */
-        rx->have_slice = 1;
+    if (c == NULL) { /* eager, before d: keep it until d comes (bounded: op_eager_max) */
+        rx->state = RX_STASHED;
         rx->count = f->count;
         rx->stash = f->payload;
         f->payload = NULL;
@@ -506,58 +809,51 @@ on_slice(engine *e, eng_peer *p, eng_group *g, eng_op *op, frame *f)
     }
     if (f->payload != NULL) {
         if (f->payload_len != (uint64_t)f->count * c->esize) {
-            op_fail(e, op, A2A_ERR_INVALID_ARGUMENT, 1, "rank %lld sends %s, rank %lld receives %s",
+            op_fail(o, op, A2A_ERR_INVALID_ARGUMENT, 1, "rank %lld sends %s, rank %lld receives %s",
                     (long long)f->src, dtype_name((a2a_dtype)f->dtype), (long long)f->dst,
-                    esize_name(c));
+                    dtype_name((a2a_dtype)c->dtype));
             return;
         }
-        land_eager(e, op, c, f->src, f->payload, f->count);
+        uint8_t *bytes = f->payload;
+        f->payload = NULL;
+        f->payload_len = 0;
+        land_eager(o, op, c, f->src, bytes, f->count);
         return;
     }
     if (f->count != rx->expect) {
-        count_mismatch(e, op, c, f->src, f->count, f->dst, rx->expect);
+        count_mismatch(o, op, c, f->src, f->count, f->dst, rx->expect);
         return;
     }
-    rx->have_slice = 1;
     rx->count = f->count;
-    if (f->count == 0) {
-        rx->done = 1;
-        c->recvs_left--;
-        op_check_done(op, c);
-    }
+    rx->state = RX_DATA;
+    if (f->count == 0)
+        rx_done(o, op, c, f->src);
 }
 
 void
-op_on_frame(engine *e, eng_peer *p, const frame *f)
+op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f)
 {
-    eng_group *g = engine_group_find(e, f->id.group);
     const group_failed *h;
-    eng_op *op;
+    op_op *op;
 
-    if (g == NULL || g->epoch < f->id.epoch) { /* not resolved yet, or we are behind */
-        if (g != NULL)
-            g->stale = 1;
-        if (f->type == FRAME_READY || f->type == FRAME_ABORT || f->type == FRAME_SLICE)
-            engine_keep_early(e, p->idx, (frame *)f);
-        return;
-    }
     if (g->epoch > f->id.epoch) {
-        older_epoch(e, p, g, f);
-        (void)group_sweep(e, g);
+        older_epoch(o, g, peer, f);
+        (void)group_sweep(g);
         return;
     }
     if (f->type == FRAME_ABORT && f->resync > 0 &&
         !group_seq_resync(&g->seq, f->resync, ops_top(g)))
         log_warn("ABORT from %s for operation %llu of group \"%s\" resynchronises at %llu, far "
                  "beyond any number here: ignored",
-                 p->w->name, (unsigned long long)f->id.op, g->name, (unsigned long long)f->resync);
-    op = op_get(e, g, f->id.op, 0);
+                 peer_name(g, peer), (unsigned long long)f->id.op, g->name,
+                 (unsigned long long)f->resync);
+    op = op_get(g, f->id.op, 0);
     switch (group_seq_classify(&g->seq, f->id.op, op != NULL, g->nops)) {
     case GROUP_ACTIVE: break;
     case GROUP_PAST_FAILED:
         h = group_seq_failed(&g->seq, f->id.op);
         if (f->type == FRAME_READY || f->type == FRAME_SLICE)
-            reply_abort(e, p, f, h->status, h->msg, 0);
+            reply_abort(o, peer, f, h->status, h->msg, 0);
         return;
     case GROUP_PAST:
     case GROUP_FUTURE:
@@ -566,79 +862,72 @@ op_on_frame(engine *e, eng_peer *p, const frame *f)
         if (f->type == FRAME_ABORT)
             group_seq_heard_failed(&g->seq, f->id.op);
         else
-            numbers_differ(e, p, g, f);
-        (void)group_sweep(e, g);
+            numbers_differ(o, g, peer, source, f);
+        (void)group_sweep(g);
         return;
     }
     if (f->type == FRAME_READY)
         group_seq_saw(&g->seq, f->id.op);
-    if (op == NULL && (op = op_get(e, g, f->id.op, 1)) == NULL) {
+    if (op == NULL && (op = op_get(g, f->id.op, 1)) == NULL) {
         log_warn("out of memory: dropping a frame of group \"%s\"", g->name);
         return;
     }
     switch (f->type) {
     case FRAME_READY:
         if (op->status != A2A_OK)
-            reply_abort(e, p, f, op->status, op->msg, 0);
+            reply_abort(o, peer, f, op->status, op->msg, 0);
         else
-            on_ready(e, p, g, op, f);
+            on_ready(o, g, peer, op, f);
         break;
-    case FRAME_SLICE: on_slice(e, p, g, op, (frame *)f); break;
-    case FRAME_ABORT: op_fail(e, op, f->status, 0, "%s", f->message); break;
+    case FRAME_SLICE: on_slice(o, g, peer, op, f); break;
+    case FRAME_ABORT: op_fail(o, op, f->status, 0, "%s", f->message); break;
     default: break;
     }
-    (void)group_sweep(e, g);
+    (void)group_sweep(g);
 }
 
-eng_call *
-op_data_target(engine *e, eng_peer *p, const frame *f, size_t len, uint64_t *addr)
+op_call *
+op_data_target(op_out *o, op_group *g, int peer, const frame *f, uint64_t len, uint64_t *off)
 {
-    eng_group *g = engine_group_find(e, f->id.group);
-    eng_op *op;
-    eng_call *c;
-    eng_rx *rx;
+    op_op *op;
+    op_call *c;
+    op_rx *rx;
 
-    if (g == NULL || g->epoch != f->id.epoch || (op = op_get(e, g, f->id.op, 0)) == NULL)
+    if (g->epoch != f->id.epoch || (op = op_get(g, f->id.op, 0)) == NULL)
         return NULL;
-    if (f->src >= (int64_t)g->n || f->dst >= (int64_t)g->n || g->peer[f->src] != p->idx ||
-        g->lidx[f->dst] < 0)
+    if (f->src < 0 || f->dst < 0 || f->src >= (int64_t)g->n || f->dst >= (int64_t)g->n ||
+        g->peer[f->src] != peer || g->lidx[f->dst] < 0)
         return NULL;
     c = op->calls[f->dst];
     rx = &op->rx[PAIR(op, g->lidx[f->dst], f->src)];
-    if (c == NULL || c->finished || op->status != A2A_OK || !rx->have_slice)
+    if (c == NULL || c->finished || op->status != A2A_OK || rx->state != RX_DATA)
         return NULL;
     if (f->offset != rx->bytes || len > (uint64_t)rx->count * c->esize - rx->bytes) {
-        op_fail(e, op, A2A_ERR_INTERNAL, 1,
+        op_fail(o, op, A2A_ERR_INTERNAL, 1,
                 "rank %lld's data for rank %lld arrived out of order (offset %llu, expected %llu)",
                 (long long)f->src, (long long)f->dst, (unsigned long long)f->offset,
                 (unsigned long long)rx->bytes);
         return NULL;
     }
-    *addr = c->a->recv_addr + (uint64_t)c->a->counts[3 * g->n + f->src] * c->esize + f->offset;
-    c->pins++;
+    *off = (uint64_t)c->counts[3 * g->n + f->src] * c->esize + f->offset;
     return c;
 }
 
 void
-op_data_landed(engine *e, eng_call *c, const frame *f, size_t len, int rv)
+op_data_landed(op_out *o, op_call *c, int64_t s, uint64_t len, int rv)
 {
-    eng_op *op = c->op;
-    eng_rx *rx = &op->rx[PAIR(op, c->lidx, f->src)];
+    op_op *op = c->op;
+    op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
 
-    if (--c->pins == 0)
-        pthread_cond_broadcast(&c->cv);
     if (rv < 0) /* the link broke: the peer's loss fails the operation */
         return;
     if (rv > 0) {
-        op_fail_memory(e, op, f->dst, 1, rv);
+        op_fail_memory(o, op, c->grank, 1, rv);
         return;
     }
-    if (c->finished || op->status != A2A_OK)
+    if (c->finished || op->status != A2A_OK || rx->state != RX_DATA)
         return;
     rx->bytes += len;
-    if (rx->bytes == (uint64_t)rx->count * c->esize) {
-        rx->done = 1;
-        c->recvs_left--;
-        op_check_done(op, c);
-    }
+    if (rx->bytes == (uint64_t)rx->count * c->esize)
+        rx_done(o, op, c, s);
 }

@@ -1,0 +1,226 @@
+/*
+ * op.h - the operations of a group at one worker, as a pure state machine.
+ *
+ * Events come in as calls (a local rank arrives; a READY, SLICE, eager
+ * SLICE or ABORT frame; a DATA frame's target and its landing; a slice sent
+ * or copied; a deadline; a peer worker lost), each under the engine's lock.
+ * What must happen outside (frames to send, slices to stream, local copies,
+ * bytes to land in a job's memory, calls to wake) comes out as actions in an
+ * op_out, which the engine runs in order after the transition, still under
+ * its lock, feeding results back as events (op_landed, op_sent, op_copied).
+ * No I/O, no locks, no clock: time comes as arguments. op.c includes only
+ * a2a.h, common/, group.h and this header (lint.pure_includes checks it).
+ *
+ * Pair states (one enum per pair and direction):
+ *
+ *   send side, local s -> d (op_tx.state)
+ *     TX_WAIT      nothing known of d          READY(d)            -> TX_READY
+ *                                              s arrives, eager    -> TX_EAGER
+ *     TX_READY     d's count known             s arrives, counts = -> TX_MOVING (SLICE + stream,
+ *                                                                     or local copy, or done at 0)
+ *                                              counts differ       -> COUNT_MISMATCH (op fails)
+ *     TX_EAGER     SLICE + bytes sent early    READY(d), counts =  -> TX_DONE
+ *     TX_MOVING    bytes on their way          op_sent / op_copied -> TX_DONE
+ *     TX_DONE
+ *
+ *   receive side, s -> local d (op_rx.state)
+ *     RX_WAIT      nothing from s              eager SLICE, d away -> RX_STASHED
+ *                                              eager SLICE, d here -> RX_LANDING
+ *                                              SLICE(count) = exp. -> RX_DATA (RX_DONE at 0)
+ *     RX_STASHED   eager bytes kept for d      d arrives           -> RX_LANDING
+ *     RX_LANDING   bytes being written         op_landed           -> RX_DONE
+ *     RX_DATA      announced, DATA coming      op_data_landed, all -> RX_DONE
+ *     RX_DONE
+ *
+ * Any state: the operation fails (ABORT, deadline, peer lost, mismatch,
+ * memory) -> every pair stops where it is; calls are woken and answered with
+ * the operation's status. A pair never goes back; a frame for a pair in a
+ * state that does not expect it is ignored (duplicates) or fails the
+ * operation (DATA out of order or beyond the count).
+ */
+#ifndef A2A_WORKER_OP_H
+#define A2A_WORKER_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2a.h"
+#include "common/frame.h"
+#include "group.h"
+
+/* Eager slices: at most FRAME_EAGER_MAX bytes, and at most OP_EAGER_TOTAL bytes for a whole
+ * operation of n ranks at a receiver (n * n * limit), so what a worker keeps for ranks that
+ * have not arrived yet stays bounded (op_eager_max). */
+#define OP_EAGER_TOTAL (4u << 20)
+
+typedef struct op_group op_group;
+typedef struct op_op op_op;
+
+/* Names for messages: this worker, and every worker by index (peer numbers index it). */
+typedef struct {
+    const char *self;
+    const char *const *workers;
+    size_t nworkers;
+} op_env;
+
+/* What the state machine knows of a local rank's call. The engine embeds it first in its own
+ * call structure. */
+typedef struct op_call {
+    op_op *op;
+    uint64_t num;
+    int64_t grank;
+    int lidx;
+    int32_t dtype;
+    size_t esize;
+    const int64_t *counts;  /* 4n elements: send counts, send displs, recv counts, recv displs */
+    const uint8_t *pre;     /* its eager slices' bytes, read before it entered (or NULL) */
+    const uint64_t *pre_at; /* by group rank: where in pre, or UINT64_MAX: not eager */
+    int64_t self_copied;    /* grank + 1 when the job copied its own slice itself */
+    size_t sends_left, recvs_left;
+    int finished; /* its thread has given up on it: no new work for it */
+} op_call;
+
+typedef enum { TX_WAIT, TX_READY, TX_EAGER, TX_MOVING, TX_DONE } op_tx_state;
+typedef enum { RX_WAIT, RX_STASHED, RX_LANDING, RX_DATA, RX_DONE } op_rx_state;
+
+typedef struct {
+    op_tx_state state;
+    int ready;      /* READY(d) came (or d is local and here) */
+    int64_t expect; /* d's recv_count from s, once ready */
+} op_tx;
+
+typedef struct {
+    op_rx_state state;
+    int64_t expect; /* d's recv_count from s, once d is here */
+    int64_t count;  /* what s announced */
+    uint64_t bytes; /* received so far */
+    uint8_t *stash; /* RX_STASHED: the eager bytes (malloc'd) */
+} op_rx;
+
+struct op_op {
+    op_op *next;
+    op_group *g;
+    uint64_t num;
+    op_call **calls;      /* by group rank; local ranks only */
+    op_rx *rx;            /* [lidx(d) * n + s] */
+    op_tx *tx;            /* [lidx(s) * n + d] */
+    size_t arrived, left; /* local calls that came, and that went */
+    uint64_t resync;      /* its ABORT's resync (numbers differ), or 0 */
+    a2a_status status;
+    char msg[1024];
+};
+
+struct op_group {
+    op_group *next;
+    const op_env *env;
+    char name[A2A_GROUP_NAME_MAX + 1];
+    uint64_t epoch;
+    size_t n;
+    int64_t *world; /* world rank of each group rank */
+    int *peer;      /* its worker: -1 for us, else a peer index */
+    int *lidx;      /* its local index, or -1 */
+    size_t nlocal;
+    group_seq seq; /* operation numbers, failures (group.h) */
+    op_op *ops;
+    size_t nops;
+    int stale;   /* resolve again before the next operation */
+    int retired; /* replaced by a newer epoch: freed when its last operation goes */
+};
+
+typedef enum {
+    OPA_SEND,   /* frame f to worker peer; payload (an eager SLICE) or none */
+    OPA_STREAM, /* stream call's slice to group rank d over peer: len bytes at send offset off */
+    OPA_COPY,   /* local pair s -> d: the receiving call's thread copies it (then op_copied) */
+    OPA_LAND,   /* write len eager bytes from s at receive offset off of call (then op_landed) */
+    OPA_WAKE,   /* call's operation failed, or the call may be complete: wake its thread */
+    OPA_DROP,   /* the operation failed: drop call's slices still queued on links */
+} op_act_type;
+
+typedef struct {
+    op_act_type type;
+    int peer;
+    op_op *op;
+    op_call *call;
+    int64_t s, d;
+    uint64_t off, len;
+    frame f;                /* OPA_SEND; f.srcs and f.counts belong to the op_out */
+    const uint8_t *payload; /* OPA_SEND: an eager SLICE's bytes (the call's), plen of them */
+    size_t plen;
+    uint8_t *bytes; /* OPA_LAND: belongs to the op_out */
+} op_act;
+
+/* The actions of one or more transitions, in order. */
+typedef struct {
+    op_act *a;
+    size_t n, cap;
+    size_t oom; /* actions lost for want of memory (their operations failed) */
+} op_out;
+
+void op_out_init(op_out *o);
+/* op_out_reset frees what the actions own and empties o. */
+void op_out_reset(op_out *o);
+void op_out_fini(op_out *o);
+
+/* op_eager_max returns the largest slice (bytes) sent eagerly in a group of n ranks. */
+uint64_t op_eager_max(size_t n);
+
+/* op_get returns operation num of g, creating it when asked (NULL: out of memory, or no local
+ * rank in g). */
+op_op *op_get(op_group *g, uint64_t num, int create);
+
+/* op_fail fails op with st (nothing when it failed already); broadcast: ABORT to the members. */
+void op_fail(op_out *o, op_op *op, a2a_status st, int broadcast, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* op_fail_num fails operation num of g, which need not exist here (then its history records
+ * it), with an ABORT to the members when broadcast is set. */
+void op_fail_num(op_out *o, op_group *g, uint64_t num, a2a_status st, int broadcast,
+                 const char *msg);
+/* op_fail_memory: group rank grank's memory could not be read or written (err: an errno):
+ * UNAVAILABLE when its job has exited, RESOURCE_EXHAUSTED for ENOMEM, else INVALID_ARGUMENT. */
+void op_fail_memory(op_out *o, op_op *op, int64_t grank, int write, int err);
+/* group_fail_all fails every operation of g (no ABORT). */
+void group_fail_all(op_out *o, op_group *g, a2a_status st, const char *why);
+/* op_peer_lost: worker peer is unavailable (why): g is stale and its operations fail, when
+ * peer hosts a member. */
+void op_peer_lost(op_out *o, op_group *g, int peer, const char *why);
+
+/* op_arrive enters local call c into op (c->op == op), announcing what it expects (READY),
+ * sending its eager slices and starting every pair that can start. */
+void op_arrive(op_out *o, op_op *op, op_call *c);
+/* op_deadline fails op: c's deadline (timeout_ms after it came) passed. */
+void op_deadline(op_out *o, op_op *op, const op_call *c, int64_t timeout_ms);
+/* op_leave: c left op; frees what nobody needs any more. 1 when g itself was freed (retired). */
+int op_leave(op_op *op, op_call *c);
+
+/* op_frame handles a READY, SLICE (eager or not) or ABORT frame of g's epoch or an older one
+ * from worker peer; source: the peer's incarnation, told apart by peer (group_seq_differ).
+ * Takes f->payload when it keeps it. */
+void op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f);
+
+/* op_data_target checks a DATA frame of len bytes from peer for g: the call it is for, with
+ * *off, where in its receive buffer (bytes) they go; NULL: drop them (counted by the caller). */
+op_call *op_data_target(op_out *o, op_group *g, int peer, const frame *f, uint64_t len,
+                        uint64_t *off);
+/* op_data_landed counts len bytes of s's DATA written into c (rv: 0 written, > 0 errno of the
+ * write, < 0 the link broke, which the peer's loss reports). */
+void op_data_landed(op_out *o, op_call *c, int64_t s, uint64_t len, int rv);
+/* op_landed: the OPA_LAND of s's eager slice into c ended (rv: 0, or an errno). */
+void op_landed(op_out *o, op_call *c, int64_t s, int rv);
+/* op_sent: c's slice to d left (rv 0), or its memory could not be read (rv an errno). */
+void op_sent(op_out *o, op_call *c, int64_t d, int rv);
+/* op_copied: local pair s -> d was copied (rv 0) or not (rv an errno of the side wr: 1 the
+ * write, 0 the read). */
+void op_copied(op_out *o, op_op *op, int64_t s, int64_t d, int rv, int wr);
+/* op_call_done: every pair of c is done. */
+int op_call_done(const op_call *c);
+
+/* op_missing writes the group ranks c still waits for. */
+void op_missing(const op_call *c, char *buf, size_t len);
+
+/* group_sweep frees g's operations that nobody needs any more (and g itself when it is retired
+ * and has none left: returns 1 then). */
+int group_sweep(op_group *g);
+/* group_free frees a group that no operation uses any more. */
+void group_free(op_group *g);
+
+#endif
