@@ -1,0 +1,914 @@
+/*
+ * opsim.h - a simulator of workers around worker/op.c, the operations' state machine: what
+ * the engine does with its actions, links as FIFO queues, jobs' buffers whose every element
+ * names its operation, sender, receiver and index. Used by tests/unit/test_op.c (every order
+ * of events) and tests/fuzz/fuzz_op.c (orders and hostile frames chosen by the fuzzer).
+ * Static functions only: include it once per program.
+ */
+#ifndef A2A_TESTS_OPSIM_H
+#define A2A_TESTS_OPSIM_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/op.h"
+
+#define MAXW 3
+#define MAXN 4
+#define MAXK 3   /* calls per rank */
+#define MAXQ 256 /* frames queued on one link */
+#define CHUNK (2400) /* bytes of a DATA frame: slices of 600 int64 go in two */
+
+typedef struct {
+    frame f;
+    uint8_t *payload;
+    size_t plen;
+} qmsg;
+
+typedef struct {
+    qmsg m[MAXQ];
+    size_t head, tail;
+} queue;
+
+typedef struct {
+    int w;            /* its worker */
+    op_call oc;       /* in the machine while in a call */
+    int64_t counts[MAXK][4 * MAXN];
+    int64_t *sendbuf[MAXK], *recvbuf[MAXK];
+    int64_t send_len[MAXK], recv_len[MAXK];
+    uint64_t pre_at[MAXN];
+    int k;            /* calls made so far */
+    int in_call;      /* between arrival and return */
+    int64_t job_next; /* the job's next number (-1: first call) */
+    int job_failed;
+    a2a_status st[MAXK];
+    uint64_t num[MAXK];
+    int returned[MAXK];
+    int64_t todo[MAXN][2];
+    size_t ntodo;
+} rank;
+
+typedef struct {
+    int64_t s, d;
+    int rank; /* the sender */
+    int peer;
+    uint64_t off, len, sent;
+    int live;
+} stream;
+
+typedef struct {
+    size_t n, nw, K;
+    int where[MAXN]; /* worker of each group rank */
+    op_group *g[MAXW];
+    op_env env[MAXW];
+    const char *names[MAXW];
+    queue q[MAXW][MAXW]; /* q[a][b]: a -> b */
+    rank r[MAXN];
+    stream st[MAXW][64];
+    size_t nst[MAXW];
+    int faults;       /* faults allowed in this run */
+    int faulted;      /* faults that happened */
+    int hostile;      /* frames no worker sent were delivered (fuzz_op.c): data is unchecked */
+    int restarts[MAXW]; /* times each worker restarted (its incarnation) */
+    char err[512];    /* the first broken invariant */
+} sim;
+
+static const char *wnames[MAXW] = {"w0", "w1", "w2"};
+
+static int64_t
+elem(uint64_t num, int64_t s, int64_t d, int64_t i)
+{
+    return (int64_t)((num << 40) | ((uint64_t)s << 32) | ((uint64_t)d << 24) | (uint64_t)i);
+}
+
+static void
+bad(sim *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void
+bad(sim *S, const char *fmt, ...)
+{
+    va_list ap;
+    if (S->err[0] != '\0')
+        return;
+    va_start(ap, fmt);
+    vsnprintf(S->err, sizeof(S->err), fmt, ap);
+    va_end(ap);
+}
+
+/* counts: 0, 3 (eager) or 600 int64 (streamed, two chunks) by a pattern of the pair and call */
+static int64_t
+pattern(size_t s, size_t d, int k, unsigned mix)
+{
+    unsigned v = (unsigned)(s * 7 + d * 3 + (size_t)k * 5 + mix) % 5;
+    return v == 0 ? 0 : v == 4 ? 600 : 3;
+}
+
+static void
+sim_init(sim *S, size_t n, size_t nw, const int *where, size_t K, int faults, unsigned mix)
+{
+    memset(S, 0, sizeof(*S));
+    S->n = n;
+    S->nw = nw;
+    S->K = K;
+    S->faults = faults;
+    for (size_t w = 0; w < nw; w++)
+        S->names[w] = wnames[w];
+    for (size_t w = 0; w < nw; w++) {
+        op_group *g = calloc(1, sizeof(*g));
+        int64_t world[MAXN];
+        S->env[w] = (op_env){.self = wnames[w], .workers = S->names, .nworkers = nw};
+        g->env = &S->env[w];
+        snprintf(g->name, sizeof(g->name), "sim");
+        g->epoch = 7;
+        g->n = n;
+        g->world = calloc(n, sizeof(int64_t));
+        g->peer = calloc(n, sizeof(int));
+        g->lidx = calloc(n, sizeof(int));
+        for (size_t i = 0; i < n; i++) {
+            g->world[i] = (int64_t)i;
+            g->peer[i] = where[i] == (int)w ? -1 : where[i];
+            g->lidx[i] = where[i] == (int)w ? (int)g->nlocal : -1;
+            if (where[i] == (int)w)
+                world[g->nlocal++] = (int64_t)i;
+        }
+        if (group_seq_init(&g->seq, g->nlocal, world) != 0)
+            abort();
+        S->g[w] = g;
+    }
+    for (size_t i = 0; i < n; i++) {
+        rank *R = &S->r[i];
+        S->where[i] = where[i];
+        R->w = where[i];
+        R->job_next = -1;
+        for (size_t k = 0; k < K; k++) {
+            int64_t *c = R->counts[k], sl = 0, rl = 0;
+            for (size_t d = 0; d < n; d++) {
+                c[d] = pattern(i, d, (int)k, mix);
+                c[n + d] = sl;
+                sl += c[d];
+                c[2 * n + d] = pattern(d, i, (int)k, mix);
+                c[3 * n + d] = rl;
+                rl += c[2 * n + d];
+            }
+            R->send_len[k] = sl;
+            R->recv_len[k] = rl;
+            R->sendbuf[k] = calloc((size_t)sl + 1, sizeof(int64_t));
+            R->recvbuf[k] = calloc((size_t)rl + 1, sizeof(int64_t));
+            R->st[k] = (a2a_status)-1;
+        }
+    }
+}
+
+static void
+sim_fini(sim *S)
+{
+    for (size_t w = 0; w < S->nw; w++) {
+        op_group *g = S->g[w];
+        while (g->ops != NULL) { /* what is left: force it out */
+            op_op *op = g->ops;
+            op->left = op->arrived;
+            op->status = op->status == A2A_OK ? A2A_ERR_INTERNAL : op->status;
+            group_sweep(g);
+            if (g->ops == op)
+                break;
+        }
+        if (g->ops == NULL)
+            group_free(g);
+        else {
+            g->retired = 1;
+            for (op_op *op = g->ops; op != NULL; op = op->next)
+                op->left = op->arrived, op->status = A2A_ERR_INTERNAL;
+            group_sweep(g);
+        }
+        for (size_t b = 0; b < S->nw; b++)
+            for (size_t i = S->q[w][b].head; i < S->q[w][b].tail; i++) {
+                free(S->q[w][b].m[i].f.srcs);
+                free(S->q[w][b].m[i].f.counts);
+                free(S->q[w][b].m[i].payload);
+            }
+    }
+    for (size_t i = 0; i < S->n; i++)
+        for (size_t k = 0; k < S->K; k++) {
+            free(S->r[i].sendbuf[k]);
+            free(S->r[i].recvbuf[k]);
+        }
+}
+
+static void
+enqueue(sim *S, int from, int to, const frame *f, const uint8_t *payload, size_t plen)
+{
+    queue *q = &S->q[from][to];
+    qmsg *m;
+    if (q->tail == MAXQ) {
+        bad(S, "link w%d -> w%d over %d frames", from, to, MAXQ);
+        return;
+    }
+    m = &q->m[q->tail++];
+    m->f = *f;
+    m->f.srcs = NULL;
+    m->f.counts = NULL;
+    if (f->n > 0) {
+        m->f.srcs = malloc(f->n * sizeof(int64_t));
+        m->f.counts = malloc(f->n * sizeof(int64_t));
+        memcpy(m->f.srcs, f->srcs, f->n * sizeof(int64_t));
+        memcpy(m->f.counts, f->counts, f->n * sizeof(int64_t));
+    }
+    m->payload = NULL;
+    m->plen = plen;
+    if (plen > 0) {
+        m->payload = malloc(plen);
+        memcpy(m->payload, payload, plen);
+    }
+}
+
+static rank *
+rank_of(sim *S, const op_call *c)
+{
+    for (size_t i = 0; i < S->n; i++)
+        if (&S->r[i].oc == c)
+            return &S->r[i];
+    return NULL;
+}
+
+/* run: what the engine does with the actions (engine_run) */
+static void
+run(sim *S, int w, op_out *o)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        op_act a = o->a[i];
+        rank *R = a.call != NULL ? rank_of(S, a.call) : NULL;
+        switch (a.type) {
+        case OPA_SEND: enqueue(S, w, a.peer, &a.f, a.payload, a.plen); break;
+        case OPA_STREAM: {
+            stream *st = &S->st[w][S->nst[w]++];
+            *st = (stream){.s = a.s, .d = a.d, .rank = (int)a.s, .peer = a.peer, .off = a.off,
+                           .len = a.len, .live = 1};
+            break;
+        }
+        case OPA_COPY:
+            if (R->ntodo == MAXN) {
+                bad(S, "more than %d local copies for rank %td", MAXN, R - S->r);
+                break;
+            }
+            R->todo[R->ntodo][0] = a.s;
+            R->todo[R->ntodo++][1] = a.d;
+            break;
+        case OPA_LAND: {
+            if (a.call->op->status != A2A_OK || a.call->finished)
+                break;
+            int k = R->k - 1;
+            if (a.off + a.len > (uint64_t)R->recv_len[k] * 8)
+                bad(S, "LAND past rank %td's receive buffer", R - S->r);
+            else
+                memcpy((uint8_t *)R->recvbuf[k] + a.off, a.bytes, (size_t)a.len);
+            op_landed(o, a.call, a.s, 0);
+            break;
+        }
+        case OPA_WAKE: break;
+        case OPA_DROP:
+            for (size_t j = 0; j < S->nst[w]; j++)
+                if (S->st[w][j].live && &S->r[S->st[w][j].rank].oc == a.call)
+                    S->st[w][j].live = 0;
+            break;
+        }
+    }
+    op_out_reset(o);
+}
+
+/* ---- events ---- */
+
+typedef enum {
+    EV_ARRIVE,
+    EV_DELIVER,
+    EV_CHUNK,
+    EV_COPY,
+    EV_RETURN,
+    EV_DEADLINE,
+    EV_LOSS,
+    EV_RESTART
+} ev_type;
+
+typedef struct {
+    ev_type type;
+    int a, b; /* rank; or link a -> b; or worker a, stream b */
+} event;
+
+static int
+can_return(const rank *R)
+{
+    return R->in_call && (R->oc.op->status != A2A_OK || op_call_done(&R->oc)) &&
+           (R->ntodo == 0 || R->oc.op->status != A2A_OK);
+}
+
+static size_t
+enabled(const sim *S, event *ev)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < S->n; i++) {
+        const rank *R = &S->r[i];
+        if (!R->in_call && (size_t)R->k < S->K)
+            ev[n++] = (event){EV_ARRIVE, (int)i, 0};
+        if (R->in_call && R->ntodo > 0 && R->oc.op->status == A2A_OK)
+            ev[n++] = (event){EV_COPY, (int)i, 0};
+        if (can_return(R))
+            ev[n++] = (event){EV_RETURN, (int)i, 0};
+    }
+    for (size_t a = 0; a < S->nw; a++)
+        for (size_t b = 0; b < S->nw; b++)
+            if (S->q[a][b].head < S->q[a][b].tail)
+                ev[n++] = (event){EV_DELIVER, (int)a, (int)b};
+    for (size_t w = 0; w < S->nw; w++)
+        for (size_t j = 0; j < S->nst[w]; j++)
+            if (S->st[w][j].live) {
+                ev[n++] = (event){EV_CHUNK, (int)w, (int)j};
+                break; /* one stream at a time per worker: the sender's round */
+            }
+    if (S->faulted < S->faults) {
+        for (size_t i = 0; i < S->n; i++)
+            if (S->r[i].in_call && !can_return(&S->r[i]))
+                ev[n++] = (event){EV_DEADLINE, (int)i, 0};
+        for (size_t a = 0; a < S->nw; a++)
+            for (size_t b = a + 1; b < S->nw; b++)
+                ev[n++] = (event){EV_LOSS, (int)a, (int)b};
+        for (size_t w = 0; w < S->nw; w++)
+            ev[n++] = (event){EV_RESTART, (int)w, 0};
+    }
+    return n;
+}
+
+static void
+arrive(sim *S, int i)
+{
+    rank *R = &S->r[i];
+    op_group *g = S->g[R->w];
+    int k = R->k++;
+    size_t l = (size_t)g->lidx[i];
+    op_out o;
+    uint64_t num = group_seq_begin(&g->seq, l, R->job_next, R->job_failed);
+    op_op *op = op_get(g, num, 1);
+
+    for (size_t d = 0; d < S->n; d++) /* the data names the operation the call is */
+        for (int64_t x = 0; x < R->counts[k][d]; x++)
+            R->sendbuf[k][R->counts[k][S->n + d] + x] = elem(num, i, (int64_t)d, x);
+    R->num[k] = num;
+    if (getenv("OP_TRACE"))
+        fprintf(stderr, "    -> rank %d call %d is operation %llu\n", i, k, (unsigned long long)num);
+    R->in_call = 1;
+    memset(&R->oc, 0, sizeof(R->oc));
+    R->oc.num = num;
+    R->oc.grank = i;
+    R->oc.lidx = (int)l;
+    R->oc.dtype = A2A_INT64;
+    R->oc.esize = 8;
+    R->oc.counts = R->counts[k];
+    for (size_t d = 0; d < S->n; d++)
+        R->pre_at[d] = R->counts[k][d] * 8 <= (int64_t)op_eager_max(S->n)
+                           ? (uint64_t)R->counts[k][S->n + d] * 8
+                           : UINT64_MAX;
+    R->oc.pre = (const uint8_t *)R->sendbuf[k];
+    R->oc.pre_at = R->pre_at;
+    R->ntodo = 0;
+    if (op == NULL)
+        abort(); /* out of memory */
+    R->oc.op = op;
+    op_out_init(&o);
+    if (op->status != A2A_OK) { /* a latecomer: answered at once */
+        op->arrived++;
+        R->oc.finished = 1;
+        R->st[k] = op->status;
+        R->returned[k]++;
+        R->in_call = 0;
+        R->job_next = (int64_t)num + 1;
+        R->job_failed = 1;
+        group_seq_end(&g->seq, l, num, op->status);
+        (void)op_leave(op, &R->oc);
+        op_out_fini(&o);
+        return;
+    }
+    op_arrive(&o, op, &R->oc);
+    run(S, R->w, &o);
+    op_out_fini(&o);
+}
+
+static void
+verify(sim *S, int i, int k)
+{
+    rank *R = &S->r[i];
+    if (S->hostile)
+        return; /* a peer with the secret can send any bytes; only the machine's own rules hold */
+    for (size_t s = 0; s < S->n; s++)
+        for (int64_t x = 0; x < R->counts[k][2 * S->n + s]; x++) {
+            int64_t got = R->recvbuf[k][R->counts[k][3 * S->n + s] + x];
+            int64_t want = elem(R->num[k], (int64_t)s, i, x);
+            if (got != want) {
+                bad(S,
+                    "rank %d call %d (operation %" PRIu64 ") returned OK with element %" PRId64
+                    " from rank %zu = %#" PRIx64 ", expected %#" PRIx64,
+                    i, k, R->num[k], x, s, (uint64_t)got, (uint64_t)want);
+                return;
+            }
+        }
+}
+
+static void
+ret(sim *S, int i)
+{
+    rank *R = &S->r[i];
+    op_group *g = S->g[R->w];
+    op_op *op = R->oc.op;
+    int k = R->k - 1;
+    op_out o;
+
+    if (R->oc.sends_left > S->n || R->oc.recvs_left > S->n)
+        bad(S, "rank %d: counters out of range (%zu sends, %zu receives left)", i,
+            R->oc.sends_left, R->oc.recvs_left);
+    R->oc.finished = 1;
+    op_out_init(&o);
+    for (size_t j = 0; j < S->nst[R->w]; j++) /* link_drop_call */
+        if (S->st[R->w][j].live && S->st[R->w][j].rank == i)
+            S->st[R->w][j].live = 0;
+    R->st[k] = op->status;
+    R->returned[k]++;
+    if (op->status == A2A_OK)
+        verify(S, i, k);
+    R->in_call = 0;
+    R->job_next = (int64_t)R->num[k] + 1;
+    R->job_failed = op->status != A2A_OK;
+    group_seq_end(&g->seq, (size_t)R->oc.lidx, R->num[k], op->status);
+    if (op->left >= op->arrived)
+        bad(S, "operation %" PRIu64 " at w%d: %zu left of %zu arrived", op->num, R->w,
+            op->left + 1, op->arrived);
+    (void)op_leave(op, &R->oc);
+    op_out_fini(&o);
+}
+
+static void
+deliver(sim *S, int a, int b)
+{
+    queue *q = &S->q[a][b];
+    qmsg m = q->m[q->head++];
+    op_group *g = S->g[b];
+    op_out o;
+
+    op_out_init(&o);
+    if (m.f.type == FRAME_DATA) {
+        uint64_t off = 0;
+        op_call *c = op_data_target(&o, g, a, &m.f, m.plen, &off);
+        run(S, b, &o);
+        if (c != NULL) {
+            rank *R = rank_of(S, c);
+            int k = R->k - 1;
+            if (off + m.plen > (uint64_t)R->recv_len[k] * 8)
+                bad(S, "DATA past rank %td's receive buffer", R - S->r);
+            else
+                memcpy((uint8_t *)R->recvbuf[k] + off, m.payload, m.plen);
+            op_data_landed(&o, c, m.f.src, m.plen, 0);
+            run(S, b, &o);
+        }
+    } else {
+        m.f.payload = m.payload;
+        m.f.payload_len = m.plen;
+        m.payload = NULL;
+        op_frame(&o, g, a, (uint64_t)a + 1 + 100 * (uint64_t)S->restarts[a], &m.f);
+        run(S, b, &o);
+        free(m.f.payload);
+    }
+    free(m.f.srcs);
+    free(m.f.counts);
+    free(m.payload);
+    op_out_fini(&o);
+}
+
+static void
+chunk(sim *S, int w, int j)
+{
+    stream *st = &S->st[w][j];
+    rank *R = &S->r[st->rank];
+    int k = R->k - 1;
+    uint64_t n = st->len - st->sent < CHUNK ? st->len - st->sent : CHUNK;
+    const op_op *op = R->oc.op;
+    frame f = {.type = FRAME_DATA, .src = st->s, .dst = st->d, .offset = st->sent};
+    op_out o;
+
+    snprintf(f.id.group, sizeof(f.id.group), "%s", op->g->name);
+    f.id.epoch = op->g->epoch;
+    f.id.op = op->num;
+    enqueue(S, w, st->peer, &f, (const uint8_t *)R->sendbuf[k] + st->off + st->sent, (size_t)n);
+    st->sent += n;
+    if (st->sent == st->len) {
+        st->live = 0;
+        op_out_init(&o);
+        op_sent(&o, &R->oc, st->d, 0);
+        run(S, w, &o);
+        op_out_fini(&o);
+    }
+}
+
+static void
+copy(sim *S, int i)
+{
+    rank *R = &S->r[i]; /* the receiver */
+    size_t t = --R->ntodo;
+    int64_t s = R->todo[t][0], d = R->todo[t][1];
+    rank *Q = &S->r[s];
+    int kq = Q->k - 1, kr = R->k - 1;
+    op_out o;
+
+    memcpy(R->recvbuf[kr] + R->counts[kr][3 * S->n + s], Q->sendbuf[kq] + Q->counts[kq][S->n + d],
+           (size_t)Q->counts[kq][d] * 8);
+    op_out_init(&o);
+    op_copied(&o, R->oc.op, s, d, 0, 0);
+    run(S, R->w, &o);
+    op_out_fini(&o);
+}
+
+static void
+loss(sim *S, int a, int b)
+{
+    op_out o;
+    char why[64];
+    S->faulted++;
+    for (int side = 0; side < 2; side++) { /* in flight: lost; queued: dropped */
+        queue *q = side ? &S->q[b][a] : &S->q[a][b];
+        for (size_t i = q->head; i < q->tail; i++) {
+            free(q->m[i].f.srcs);
+            free(q->m[i].f.counts);
+            free(q->m[i].payload);
+        }
+        q->head = q->tail = 0;
+        int w = side ? b : a, p = side ? a : b;
+        for (size_t j = 0; j < S->nst[w]; j++)
+            if (S->st[w][j].peer == p)
+                S->st[w][j].live = 0;
+    }
+    op_out_init(&o);
+    snprintf(why, sizeof(why), "worker w%d is unavailable: lost", b);
+    op_peer_lost(&o, S->g[a], b, why);
+    run(S, a, &o);
+    snprintf(why, sizeof(why), "worker w%d is unavailable: lost", a);
+    op_peer_lost(&o, S->g[b], a, why);
+    run(S, b, &o);
+    op_out_fini(&o);
+}
+
+/* clear_link drops what is queued or in flight between a and b, both ways */
+static void
+clear_link(sim *S, int a, int b)
+{
+    for (int side = 0; side < 2; side++) {
+        queue *q = side ? &S->q[b][a] : &S->q[a][b];
+        for (size_t i = q->head; i < q->tail; i++) {
+            free(q->m[i].f.srcs);
+            free(q->m[i].f.counts);
+            free(q->m[i].payload);
+        }
+        q->head = q->tail = 0;
+        int w = side ? b : a, p = side ? a : b;
+        for (size_t j = 0; j < S->nst[w]; j++)
+            if (S->st[w][j].peer == p)
+                S->st[w][j].live = 0;
+    }
+}
+
+/* restart: worker w dies and starts anew (same epoch, a new incarnation): its jobs' calls fail
+ * on their connection (the call's number is spent), it forgets everything, its peers lose it */
+static void
+restart(sim *S, int w)
+{
+    op_group *old = S->g[w], *g = calloc(1, sizeof(*g));
+    int64_t world[MAXN];
+    op_out o;
+    char why[64];
+
+    S->faulted++;
+    S->restarts[w]++;
+    for (size_t i = 0; i < S->n; i++) {
+        rank *R = &S->r[i];
+        if (R->w != w || !R->in_call)
+            continue;
+        int k = R->k - 1;
+        R->st[k] = A2A_ERR_UNAVAILABLE;
+        R->returned[k]++;
+        R->in_call = 0;
+        R->job_next = (int64_t)R->num[k] + 1;
+        R->job_failed = 1;
+    }
+    for (size_t j = 0; j < S->nst[w]; j++)
+        S->st[w][j].live = 0;
+    for (size_t p = 0; p < S->nw; p++)
+        if ((int)p != w)
+            clear_link(S, w, (int)p);
+    *g = *old;
+    g->world = calloc(S->n, sizeof(int64_t));
+    g->peer = calloc(S->n, sizeof(int));
+    g->lidx = calloc(S->n, sizeof(int));
+    memcpy(g->world, old->world, S->n * sizeof(int64_t));
+    memcpy(g->peer, old->peer, S->n * sizeof(int));
+    memcpy(g->lidx, old->lidx, S->n * sizeof(int));
+    g->ops = NULL;
+    g->nops = 0;
+    g->stale = 0;
+    for (size_t i = 0, l = 0; i < S->n; i++)
+        if (S->where[i] == w)
+            world[l++] = (int64_t)i;
+    if (group_seq_init(&g->seq, g->nlocal, world) != 0)
+        abort();
+    old->retired = 1;
+    for (op_op *op = old->ops; op != NULL; op = op->next)
+        op->left = op->arrived, op->status = op->status ? op->status : A2A_ERR_UNAVAILABLE;
+    if (group_sweep(old) == 0)
+        group_free(old);
+    S->g[w] = g;
+    op_out_init(&o);
+    snprintf(why, sizeof(why), "worker w%d is unavailable: it restarted", w);
+    for (size_t p = 0; p < S->nw; p++)
+        if ((int)p != w) {
+            op_peer_lost(&o, S->g[p], w, why);
+            run(S, (int)p, &o);
+        }
+    op_out_fini(&o);
+}
+
+static void
+fire(sim *S, const event *e)
+{
+    op_out o;
+    if (getenv("OP_TRACE")) {
+        static const char *nm[] = {"arrive", "deliver", "chunk", "copy", "return", "deadline",
+                                   "loss", "restart"};
+        if (e->type == EV_DELIVER) {
+            const frame *f = &S->q[e->a][e->b].m[S->q[e->a][e->b].head].f;
+            fprintf(stderr, "  deliver w%d->w%d type %d op %llu src %lld dst %lld count %lld resync %llu st %d\n",
+                    e->a, e->b, f->type, (unsigned long long)f->id.op, (long long)f->src,
+                    (long long)f->dst, (long long)f->count, (unsigned long long)f->resync, f->status);
+        } else if (e->type == EV_ARRIVE)
+            fprintf(stderr, "  arrive rank %d call %d job_next %lld failed %d\n", e->a, S->r[e->a].k,
+                    (long long)S->r[e->a].job_next, S->r[e->a].job_failed);
+        else
+            fprintf(stderr, "  %s %d %d\n", nm[e->type], e->a, e->b);
+    }
+    switch (e->type) {
+    case EV_ARRIVE: arrive(S, e->a); break;
+    case EV_DELIVER: deliver(S, e->a, e->b); break;
+    case EV_CHUNK: chunk(S, e->a, e->b); break;
+    case EV_COPY: copy(S, e->a); break;
+    case EV_RETURN: ret(S, e->a); break;
+    case EV_DEADLINE:
+        S->faulted++;
+        op_out_init(&o);
+        op_deadline(&o, S->r[e->a].oc.op, &S->r[e->a].oc, 1000);
+        run(S, S->r[e->a].w, &o);
+        op_out_fini(&o);
+        break;
+    case EV_LOSS: loss(S, e->a, e->b); break;
+    case EV_RESTART: restart(S, e->a); break;
+    }
+}
+
+/* finish: no event is enabled but faults; calls still in progress have their deadline */
+static int
+stuck_calls(sim *S)
+{
+    int any = 0;
+    for (size_t i = 0; i < S->n; i++)
+        if (S->r[i].in_call && !can_return(&S->r[i])) {
+            op_out o;
+            if (S->faulted == 0)
+                bad(S, "rank %zu hangs in operation %" PRIu64 " without any fault", i,
+                    S->r[i].oc.num);
+            op_out_init(&o);
+            op_deadline(&o, S->r[i].oc.op, &S->r[i].oc, 1000);
+            run(S, S->r[i].w, &o);
+            op_out_fini(&o);
+            any = 1;
+        }
+    return any;
+}
+
+static void
+check_end(sim *S)
+{
+    for (size_t i = 0; i < S->n; i++)
+        for (size_t k = 0; k < S->K; k++) {
+            const rank *R = &S->r[i];
+            if (R->returned[k] != 1)
+                bad(S, "rank %zu call %zu returned %d times", i, k, R->returned[k]);
+            else if (S->faulted == 0 && R->st[k] != A2A_OK)
+                bad(S, "rank %zu call %zu failed without any fault: %s", i, k,
+                    a2a_status_name(R->st[k]));
+        }
+}
+
+/* ---- the state's fingerprint: two states with the same one have the same futures ---- */
+
+static uint64_t
+mix64(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 32);
+}
+
+static uint64_t
+mix_bytes(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return mix64(h, n);
+}
+
+static uint64_t
+fingerprint(const sim *S)
+{
+    uint64_t h = mix64(0, (uint64_t)S->faulted);
+    for (size_t w = 0; w < S->nw; w++) {
+        const op_group *g = S->g[w];
+        const group_seq *q = &g->seq;
+        for (size_t l = 0; l < q->nlocal; l++) {
+            h = mix64(h, q->next[l]);
+            h = mix64(h, (uint64_t)q->known[l] << 8 | (uint64_t)q->busy[l]);
+            h = mix64(h, q->jump[l]);
+            h = mix64(h, q->jump_after[l]);
+        }
+        h = mix64(h, q->nhist);
+        for (size_t i = 0; i < q->nhist && i < GROUP_HISTORY; i++)
+            h = mix64(h, q->hist[i].num << 8 | (uint64_t)q->hist[i].status);
+        h = mix64(h, q->hint);
+        h = mix64(h, q->top_failed);
+        h = mix64(h, q->floor);
+        h = mix64(h, q->ndiffer);
+        h = mix64(h, g->stale);
+        h = mix64(h, (uint64_t)S->restarts[w]);
+        /* operations, in order of number (the list's order depends on history) */
+        uint64_t ops = 0;
+        for (const op_op *op = g->ops; op != NULL; op = op->next) {
+            uint64_t x = mix64(op->num, (uint64_t)op->status);
+            x = mix64(x, op->arrived << 16 | op->left);
+            x = mix64(x, op->resync);
+            for (size_t r = 0; r < g->n; r++)
+                x = mix64(x, op->calls[r] != NULL);
+            for (size_t i = 0; i < g->nlocal * g->n; i++) {
+                const op_rx *rx = &op->rx[i];
+                const op_tx *tx = &op->tx[i];
+                x = mix64(x, (uint64_t)rx->state << 8 | (uint64_t)tx->state << 4 |
+                                 (uint64_t)tx->ready);
+                x = mix64(x, (uint64_t)rx->expect ^ (uint64_t)rx->count << 20 ^ rx->bytes << 40);
+                x = mix64(x, (uint64_t)tx->expect);
+                if (rx->stash != NULL)
+                    x = mix_bytes(x, rx->stash, (size_t)rx->count * 8);
+            }
+            ops += mix64(x, 1); /* order-free */
+        }
+        h = mix64(h, ops);
+        for (size_t b = 0; b < S->nw; b++) {
+            const queue *qu = &S->q[w][b];
+            h = mix64(h, qu->tail - qu->head);
+            for (size_t i = qu->head; i < qu->tail; i++) {
+                const frame *f = &qu->m[i].f;
+                h = mix64(h, (uint64_t)f->type << 56 ^ f->id.op << 8 ^ f->id.epoch);
+                h = mix64(h, (uint64_t)f->src << 32 ^ (uint64_t)f->dst ^ (uint64_t)f->count << 40);
+                h = mix64(h, f->offset ^ (uint64_t)f->status << 48 ^ f->resync << 20 ^ f->n);
+                for (size_t j = 0; j < f->n; j++)
+                    h = mix64(h, (uint64_t)f->srcs[j] << 32 ^ (uint64_t)f->counts[j]);
+                h = mix_bytes(h, qu->m[i].payload, qu->m[i].plen);
+            }
+        }
+        for (size_t j = 0; j < S->nst[w]; j++) {
+            const stream *st = &S->st[w][j];
+            if (st->live)
+                h = mix64(h, (uint64_t)st->s << 48 ^ (uint64_t)st->d << 40 ^ st->sent ^
+                                 (uint64_t)st->peer << 36);
+        }
+    }
+    for (size_t i = 0; i < S->n; i++) {
+        const rank *R = &S->r[i];
+        h = mix64(h, (uint64_t)R->k << 32 ^ (uint64_t)R->in_call << 16 ^ (uint64_t)R->job_failed);
+        h = mix64(h, (uint64_t)R->job_next);
+        for (size_t k = 0; k < S->K; k++)
+            h = mix64(h, (uint64_t)R->returned[k] << 40 ^ (uint64_t)(uint32_t)R->st[k] ^
+                             R->num[k] << 8);
+        if (R->in_call) {
+            h = mix64(h, R->oc.sends_left << 32 ^ R->oc.recvs_left ^ R->oc.num << 48);
+            h = mix64(h, R->ntodo);
+            for (size_t t = 0; t < R->ntodo; t++)
+                h = mix64(h, (uint64_t)R->todo[t][0] << 32 ^ (uint64_t)R->todo[t][1]);
+            h = mix_bytes(h, R->recvbuf[R->k - 1], (size_t)R->recv_len[R->k - 1] * 8);
+        }
+    }
+    return h | 1; /* 0 marks an empty slot */
+}
+
+/* a set of fingerprints (open addressing) */
+typedef struct {
+    uint64_t *v;
+    size_t cap, n;
+} fpset;
+
+/* fpset_add: 1 when fp is new (and now in), 0 when it was there */
+static int
+fpset_add(fpset *s, uint64_t fp)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : (1u << 16);
+        uint64_t *v = calloc(cap, sizeof(uint64_t));
+        if (v == NULL)
+            abort();
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->v[i] != 0) {
+                size_t j = (size_t)(s->v[i] * 0x9e3779b97f4a7c15ull) & (cap - 1);
+                while (v[j] != 0)
+                    j = (j + 1) & (cap - 1);
+                v[j] = s->v[i];
+            }
+        free(s->v);
+        s->v = v;
+        s->cap = cap;
+    }
+    size_t j = (size_t)(fp * 0x9e3779b97f4a7c15ull) & (s->cap - 1);
+    while (s->v[j] != 0) {
+        if (s->v[j] == fp)
+            return 0;
+        j = (j + 1) & (s->cap - 1);
+    }
+    s->v[j] = fp;
+    s->n++;
+    return 1;
+}
+
+/* ---- drivers ---- */
+
+#define MAXSTEPS 4000
+#define MAXEV 64
+
+typedef struct {
+    uint16_t pick[MAXSTEPS], nopts[MAXSTEPS];
+    size_t len;
+} path;
+
+/* run_once plays one schedule: picks from p (and 0 past its end, recording options) or random
+ * (rnd != NULL). With seen, a state reached past the replayed prefix that was seen before ends
+ * the run (its futures were explored from there). Returns 0, or -1 with err. */
+static int
+run_once(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned mix, path *p,
+         unsigned *rnd, fpset *seen, char *err, size_t errlen)
+{
+    sim *S = malloc(sizeof(*S));
+    event ev[MAXEV];
+    size_t step = 0, ne, prefix = p != NULL && p->len > 0 ? p->len - 1 : 0;
+    int rc, pruned = 0;
+
+    sim_init(S, n, nw, where, K, faults, mix);
+    for (;;) {
+        ne = enabled(S, ev);
+        /* faults only as options: with none else enabled, the run ends */
+        size_t progress = 0;
+        for (size_t i = 0; i < ne; i++)
+            progress += ev[i].type < EV_DEADLINE;
+        if (progress == 0) {
+            if (stuck_calls(S))
+                continue;
+            break;
+        }
+        if (step == MAXSTEPS) {
+            bad(S, "over %d steps", MAXSTEPS);
+            break;
+        }
+        size_t pick;
+        if (rnd != NULL) {
+            *rnd = *rnd * 1103515245u + 12345u;
+            pick = (*rnd >> 8) % ne;
+        } else if (step < p->len) {
+            pick = p->pick[step];
+            if (pick >= ne || p->nopts[step] != ne) {
+                bad(S, "replay diverged at step %zu", step);
+                break;
+            }
+        } else {
+            p->pick[step] = 0;
+            p->nopts[step] = (uint16_t)ne;
+            p->len = step + 1;
+            pick = 0;
+        }
+        fire(S, &ev[pick]);
+        step++;
+        if (S->err[0] != '\0')
+            break;
+        if (seen != NULL && step > prefix && !fpset_add(seen, fingerprint(S))) {
+            pruned = 1;
+            break;
+        }
+    }
+    if (S->err[0] == '\0' && !pruned)
+        check_end(S);
+    rc = S->err[0] != '\0' ? -1 : 0;
+    snprintf(err, errlen, "%s", S->err);
+    sim_fini(S);
+    free(S);
+    return rc;
+}
+
+
+#endif

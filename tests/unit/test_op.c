@@ -1,0 +1,555 @@
+/*
+ * test_op.c - worker/op.c, the operations' state machine, without sockets or threads.
+ *
+ * A small simulator plays the engine: workers each with their op_group, links as FIFO queues
+ * of frames, the jobs' buffers as arrays of int64 whose every element names the operation,
+ * the sender, the receiver and its index. It runs the state machine's actions as the engine
+ * does (op.h) and chooses, at every step, which of the enabled events happens next: a rank's
+ * call arriving, the next frame of a link delivered, the next chunk of a slice sent, a local
+ * copy, a call returning, and the faults: a call's deadline, a link between two workers lost
+ * (frames in flight on it lost, each side told). Every order is explored (depth-first, each
+ * branch replayed from the start) for the small groups, and many random orders for groups of
+ * up to 4 ranks on 3 workers. What must hold in every order:
+ *   - every call returns exactly once; without faults every call returns OK;
+ *   - a call returns OK only when every element it received is the one its sender sent for
+ *     the same operation (the data names the operation number the sender's call got: never
+ *     another operation's data, never a torn slice);
+ *   - no counter of the machine goes negative or past its bound.
+ * Directed tests check single rules: COUNT_MISMATCH and its message, duplicates, DATA out of
+ * order or out of range, frames of an older epoch, a latecomer answered from the history.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "cu_main.h"
+#include "opsim.h"
+
+
+/* ---- directed: one worker (w0) with group rank 0, rank 1 on w1, frames fed by hand ---- */
+
+typedef struct {
+    op_env env;
+    const char *names[2];
+    op_group *g;
+    op_call c;
+    int64_t counts[8];
+    uint64_t pre_at[2];
+    int64_t sendbuf[700];
+    op_out o;
+} one;
+
+/* one_init: rank 0 sends send0 / send1 elements to ranks 0 / 1 and expects recv0 / recv1 */
+static void
+one_init(one *t, int64_t send0, int64_t send1, int64_t recv0, int64_t recv1)
+{
+    int64_t world[] = {0};
+    memset(t, 0, sizeof(*t));
+    t->names[0] = "w0";
+    t->names[1] = "w1";
+    t->env = (op_env){.self = "w0", .workers = t->names, .nworkers = 2};
+    t->g = calloc(1, sizeof(*t->g));
+    t->g->env = &t->env;
+    snprintf(t->g->name, sizeof(t->g->name), "g");
+    t->g->epoch = 7;
+    t->g->n = 2;
+    t->g->world = calloc(2, sizeof(int64_t));
+    t->g->peer = calloc(2, sizeof(int));
+    t->g->lidx = calloc(2, sizeof(int));
+    t->g->world[0] = 0;
+    t->g->world[1] = 1;
+    t->g->peer[0] = -1;
+    t->g->peer[1] = 1;
+    t->g->lidx[0] = 0;
+    t->g->lidx[1] = -1;
+    t->g->nlocal = 1;
+    CU_ASSERT_EQUAL_FATAL(group_seq_init(&t->g->seq, 1, world), 0);
+    int64_t c[8] = {send0, send1, 0, send0, recv0, recv1, 0, recv0};
+    memcpy(t->counts, c, sizeof(c));
+    t->c.grank = 0;
+    t->c.lidx = 0;
+    t->c.dtype = A2A_INT64;
+    t->c.esize = 8;
+    t->c.counts = t->counts;
+    t->pre_at[0] = t->pre_at[1] = UINT64_MAX;
+    if (send1 * 8 <= (int64_t)op_eager_max(2))
+        t->pre_at[1] = (uint64_t)send0 * 8;
+    t->c.pre = (const uint8_t *)t->sendbuf;
+    t->c.pre_at = t->pre_at;
+    op_out_init(&t->o);
+}
+
+/* one_arrive: rank 0's call enters operation num */
+static op_op *
+one_arrive(one *t, uint64_t num)
+{
+    uint64_t got = group_seq_begin(&t->g->seq, 0, (int64_t)num, 0);
+    op_op *op = op_get(t->g, got, 1);
+    CU_ASSERT_EQUAL(got, num);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(op);
+    t->c.num = got;
+    t->c.op = op;
+    op_arrive(&t->o, op, &t->c);
+    return op;
+}
+
+static void
+one_fini(one *t)
+{
+    if (t->c.op != NULL) {
+        group_seq_end(&t->g->seq, 0, t->c.num, t->c.op->status);
+        (void)op_leave(t->c.op, &t->c);
+    }
+    op_out_fini(&t->o);
+    t->g->retired = 1;
+    for (op_op *op = t->g->ops; op != NULL; op = op->next)
+        op->left = op->arrived, op->status = op->status ? op->status : A2A_ERR_INTERNAL;
+    if (group_sweep(t->g) == 0)
+        group_free(t->g);
+}
+
+static frame
+one_frame(frame_type type, uint64_t epoch, uint64_t num)
+{
+    frame f = {.type = type};
+    snprintf(f.id.group, sizeof(f.id.group), "g");
+    f.id.epoch = epoch;
+    f.id.op = num;
+    return f;
+}
+
+/* one_count: actions of type (and frame type ft, when OPA_SEND; -1: any) in t->o */
+static size_t
+one_count(const one *t, op_act_type type, int ft)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->o.n; i++)
+        k += t->o.a[i].type == type && (type != OPA_SEND || ft < 0 || (int)t->o.a[i].f.type == ft);
+    return k;
+}
+
+static const op_act *
+one_find(const one *t, op_act_type type, int ft)
+{
+    for (size_t i = 0; i < t->o.n; i++)
+        if (t->o.a[i].type == type && (type != OPA_SEND || (int)t->o.a[i].f.type == ft))
+            return &t->o.a[i];
+    return NULL;
+}
+
+/* COUNT_MISMATCH, both ways, with the exact message, and an ABORT to the peer carrying it */
+static void
+test_count_mismatch(void)
+{
+    one t;
+    one_init(&t, 1, 600, 1, 600); /* streamed both ways (600 int64: over the eager limit) */
+    op_op *op = one_arrive(&t, 0);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 1);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_COPY, -1), 1); /* 0 -> 0, by the call's own thread */
+    op_out_reset(&t.o);
+    frame f = one_frame(FRAME_SLICE, 7, 0);
+    f.src = 1;
+    f.dst = 0;
+    f.dtype = A2A_INT64;
+    f.count = 601;
+    op_frame(&t.o, t.g, 1, 11, &f);
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_COUNT_MISMATCH);
+    CU_ASSERT_STRING_EQUAL(op->msg, "rank 1 sends 601 int64 to rank 0, which expects 600");
+    const op_act *a = one_find(&t, OPA_SEND, FRAME_ABORT);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->peer, 1);
+    CU_ASSERT_EQUAL(a->f.status, A2A_ERR_COUNT_MISMATCH);
+    CU_ASSERT_STRING_EQUAL(a->f.message, op->msg);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_WAKE, -1), 1);
+    one_fini(&t);
+
+    /* the send side: READY says rank 1 expects 599 from rank 0, which sends 600 */
+    one_init(&t, 1, 600, 1, 600);
+    op = one_arrive(&t, 0);
+    op_out_reset(&t.o);
+    f = one_frame(FRAME_READY, 7, 0);
+    int64_t srcs[] = {0}, counts[] = {599};
+    f.dst = 1;
+    f.dtype = A2A_INT64;
+    f.n = 1;
+    f.srcs = srcs;
+    f.counts = counts;
+    op_frame(&t.o, t.g, 1, 11, &f);
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_COUNT_MISMATCH);
+    CU_ASSERT_STRING_EQUAL(op->msg, "rank 0 sends 600 int64 to rank 1, which expects 599");
+    CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 0); /* nothing of it leaves */
+    one_fini(&t);
+}
+
+/* READY twice: the slice leaves once; a SLICE twice: counted once */
+static void
+test_duplicates(void)
+{
+    one t;
+    one_init(&t, 1, 600, 1, 600);
+    op_op *op = one_arrive(&t, 0);
+    op_out_reset(&t.o);
+    frame f = one_frame(FRAME_READY, 7, 0);
+    int64_t srcs[] = {0}, counts[] = {600};
+    f.dst = 1;
+    f.dtype = A2A_INT64;
+    f.n = 1;
+    f.srcs = srcs;
+    f.counts = counts;
+    op_frame(&t.o, t.g, 1, 11, &f);
+    op_frame(&t.o, t.g, 1, 11, &f);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_SLICE), 1);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 1);
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    frame s = one_frame(FRAME_SLICE, 7, 0);
+    s.src = 1;
+    s.dst = 0;
+    s.dtype = A2A_INT64;
+    s.count = 600;
+    op_frame(&t.o, t.g, 1, 11, &s);
+    op_frame(&t.o, t.g, 1, 11, &s);
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    CU_ASSERT_EQUAL(op->rx[1].state, RX_DATA);
+    /* a frame for a rank the sender does not host is ignored */
+    s.src = 0;
+    op_frame(&t.o, t.g, 1, 11, &s);
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    CU_ASSERT_EQUAL(t.c.recvs_left, 2);
+    one_fini(&t);
+}
+
+/* DATA: in order it lands; out of order, past the slice or before its SLICE it does not */
+static void
+test_data_order(void)
+{
+    one t;
+    uint64_t off = 99;
+    one_init(&t, 1, 1, 1, 600);
+    op_op *op = one_arrive(&t, 0);
+    frame d = one_frame(FRAME_DATA, 7, 0);
+    d.src = 1;
+    d.dst = 0;
+    CU_ASSERT_PTR_NULL(op_data_target(&t.o, t.g, 1, &d, 800, &off)); /* before its SLICE */
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    frame s = one_frame(FRAME_SLICE, 7, 0);
+    s.src = 1;
+    s.dst = 0;
+    s.dtype = A2A_INT64;
+    s.count = 600;
+    op_frame(&t.o, t.g, 1, 11, &s);
+    CU_ASSERT_PTR_EQUAL(op_data_target(&t.o, t.g, 1, &d, 2400, &off), &t.c);
+    CU_ASSERT_EQUAL(off, 8); /* after the element from rank 0 */
+    op_data_landed(&t.o, &t.c, 1, 2400, 0);
+    d.offset = 2400;
+    CU_ASSERT_PTR_NULL(op_data_target(&t.o, t.g, 1, &d, 2401, &off)); /* past the slice */
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_INTERNAL);
+    CU_ASSERT_STRING_EQUAL(op->msg, "rank 1's data for rank 0 arrived out of order (offset "
+                                    "2400, expected 2400)");
+    one_fini(&t);
+
+    one_init(&t, 1, 1, 1, 600);
+    op = one_arrive(&t, 0);
+    op_frame(&t.o, t.g, 1, 11, &s);
+    d.offset = 8;
+    CU_ASSERT_PTR_NULL(op_data_target(&t.o, t.g, 1, &d, 8, &off)); /* a gap */
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_INTERNAL);
+    CU_ASSERT_STRING_EQUAL(op->msg, "rank 1's data for rank 0 arrived out of order (offset 8, "
+                                    "expected 0)");
+    one_fini(&t);
+}
+
+/* an eager slice before its receiver is kept, and lands when the receiver comes */
+static void
+test_eager_before(void)
+{
+    one t;
+    uint8_t *bytes = malloc(24);
+    memset(bytes, 0xab, 24);
+    one_init(&t, 1, 1, 1, 3);
+    frame s = one_frame(FRAME_SLICE, 7, 0);
+    s.src = 1;
+    s.dst = 0;
+    s.dtype = A2A_INT64;
+    s.count = 3;
+    s.payload = bytes;
+    s.payload_len = 24;
+    op_frame(&t.o, t.g, 1, 11, &s); /* before rank 0's call: it makes operation 0 */
+    CU_ASSERT_PTR_NULL(s.payload);   /* taken */
+    CU_ASSERT_EQUAL(t.o.n, 0);
+    uint64_t num = group_seq_begin(&t.g->seq, 0, 0, 0);
+    op_op *op = op_get(t.g, num, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(op);
+    CU_ASSERT_EQUAL(op->rx[1].state, RX_STASHED);
+    t.c.num = num;
+    t.c.op = op;
+    op_arrive(&t.o, op, &t.c);
+    const op_act *a = one_find(&t, OPA_LAND, -1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->len, 24);
+    CU_ASSERT_EQUAL(a->off, 8);
+    CU_ASSERT_EQUAL(a->bytes[0], 0xab);
+    op_landed(&t.o, &t.c, 1, 0);
+    CU_ASSERT_EQUAL(op->rx[1].state, RX_DONE);
+    one_fini(&t);
+}
+
+/* ABORT from a peer fails the operation with the peer's words, and wakes the call */
+static void
+test_abort(void)
+{
+    one t;
+    one_init(&t, 1, 600, 1, 600);
+    op_op *op = one_arrive(&t, 0);
+    op_out_reset(&t.o);
+    frame f = one_frame(FRAME_ABORT, 7, 0);
+    f.status = A2A_ERR_DEADLINE_EXCEEDED;
+    snprintf(f.message, sizeof(f.message), "operation 0 timed out at w1");
+    op_frame(&t.o, t.g, 1, 11, &f);
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_DEADLINE_EXCEEDED);
+    CU_ASSERT_STRING_EQUAL(op->msg, "operation 0 timed out at w1");
+    CU_ASSERT_EQUAL(one_count(&t, OPA_WAKE, -1), 1);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_DROP, -1), 1);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_ABORT), 0); /* not echoed */
+    /* a READY for it now is answered from its failure */
+    op_out_reset(&t.o);
+    frame r = one_frame(FRAME_READY, 7, 0);
+    r.dst = 1;
+    op_frame(&t.o, t.g, 1, 11, &r);
+    const op_act *a = one_find(&t, OPA_SEND, FRAME_ABORT);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_STRING_EQUAL(a->f.message, "operation 0 timed out at w1");
+    one_fini(&t);
+}
+
+/* a frame of an older epoch: ABORT in both epochs, and our call of that number fails */
+static void
+test_older_epoch(void)
+{
+    one t;
+    one_init(&t, 1, 600, 1, 600);
+    op_op *op = one_arrive(&t, 0);
+    op_out_reset(&t.o);
+    frame r = one_frame(FRAME_READY, 6, 0);
+    int64_t srcs[] = {0}, counts[] = {600};
+    r.dst = 1;
+    r.dtype = A2A_INT64;
+    r.n = 1;
+    r.srcs = srcs;
+    r.counts = counts;
+    op_frame(&t.o, t.g, 1, 11, &r);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_ABORT) >= 2, 1);
+    int e6 = 0, e7 = 0;
+    for (size_t i = 0; i < t.o.n; i++)
+        if (t.o.a[i].type == OPA_SEND && t.o.a[i].f.type == FRAME_ABORT && t.o.a[i].peer == 1) {
+            e6 += t.o.a[i].f.id.epoch == 6;
+            e7 += t.o.a[i].f.id.epoch == 7;
+        }
+    CU_ASSERT(e6 >= 1 && e7 >= 1);
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 0); /* nothing goes to the old epoch */
+    CU_ASSERT_PTR_NOT_NULL(strstr(op->msg, "changed while operation 0 ran (epoch 6 at worker w1, 7 "
+                                           "at w0"));
+    one_fini(&t);
+}
+
+/* a latecomer of a failed operation is answered from the history, with its message */
+static void
+test_latecomer(void)
+{
+    one t;
+    one_init(&t, 1, 1, 1, 1);
+    op_op *op = one_arrive(&t, 0);
+    op_deadline(&t.o, op, &t.c, 3000);
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_DEADLINE_EXCEEDED);
+    CU_ASSERT_STRING_EQUAL(op->msg, "operation 0 on group \"g\" timed out after 3000 ms waiting "
+                                    "for group rank(s) 1");
+    group_seq_end(&t.g->seq, 0, 0, op->status);
+    (void)op_leave(op, &t.c);
+    t.c.op = NULL;
+    CU_ASSERT_PTR_NULL(t.g->ops); /* failed, nobody in it: its history answers */
+    op = op_get(t.g, 0, 1);
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_DEADLINE_EXCEEDED);
+    CU_ASSERT_STRING_EQUAL(op->msg, "operation 0 on group \"g\" timed out after 3000 ms waiting "
+                                    "for group rank(s) 1");
+    one_fini(&t);
+}
+
+/* zero counts everywhere: done without a byte moving */
+static void
+test_zero(void)
+{
+    one t;
+    one_init(&t, 0, 0, 0, 0);
+    op_op *op = one_arrive(&t, 0);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 0);
+    frame s = one_frame(FRAME_SLICE, 7, 0);
+    s.src = 1;
+    s.dst = 0;
+    s.dtype = A2A_INT64;
+    s.count = 0;
+    op_frame(&t.o, t.g, 1, 11, &s);
+    frame r = one_frame(FRAME_READY, 7, 0);
+    int64_t srcs[] = {0}, counts[] = {0};
+    r.dst = 1;
+    r.dtype = A2A_INT64;
+    r.n = 1;
+    r.srcs = srcs;
+    r.counts = counts;
+    op_frame(&t.o, t.g, 1, 11, &r);
+    /* 0 -> 0 is a local copy of nothing */
+    const op_act *a = one_find(&t, OPA_COPY, -1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    op_copied(&t.o, op, 0, 0, 0, 0);
+    CU_ASSERT(op_call_done(&t.c));
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    one_fini(&t);
+}
+
+/* explore runs every schedule (depth-first) up to limit of them; returns how many ran. */
+static size_t
+explore(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned mix, size_t limit)
+{
+    path *p = calloc(1, sizeof(*p));
+    fpset seen = {0};
+    char err[512];
+    size_t runs = 0;
+
+    for (;;) {
+        if (run_once(n, nw, where, K, faults, mix, p, NULL, &seen, err, sizeof(err)) != 0) {
+            fprintf(stderr, "\n  schedule %zu (n=%zu nw=%zu K=%zu faults=%d mix=%u): %s\n", runs,
+                    n, nw, K, faults, mix, err);
+            CU_FAIL("an invariant broke (above)");
+            break;
+        }
+        runs++;
+        while (p->len > 0 && p->pick[p->len - 1] + 1 >= p->nopts[p->len - 1])
+            p->len--;
+        if (p->len == 0 || runs == limit)
+            break;
+        p->pick[p->len - 1]++;
+    }
+    free(p);
+    free(seen.v);
+    return runs;
+}
+
+static void
+sample(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned mix, size_t runs)
+{
+    char err[512];
+    for (size_t i = 0; i < runs; i++) {
+        unsigned rnd = (unsigned)(i * 2654435761u + mix);
+        unsigned seed = rnd;
+        if (run_once(n, nw, where, K, faults, mix, NULL, &rnd, NULL, err, sizeof(err)) != 0) {
+            fprintf(stderr, "\n  random schedule seed %u (n=%zu nw=%zu K=%zu faults=%d mix=%u): %s\n",
+                    seed, n, nw, K, faults, mix, err);
+            CU_FAIL("an invariant broke (above)");
+            return;
+        }
+    }
+}
+
+static size_t
+env_size(const char *name, size_t dflt)
+{
+    const char *v = getenv(name);
+    return v != NULL && atol(v) > 0 ? (size_t)atol(v) : dflt;
+}
+
+typedef struct {
+    size_t n, nw;
+    int where[MAXN];
+    size_t K;
+    int faults;
+    unsigned mix;
+} config;
+
+/* every order of the events of configs c[0..nc), each explored to the end (no cap reached) */
+static void
+exhaustive(const config *c, size_t nc)
+{
+    size_t limit = env_size("OP_EXHAUSTIVE_MAX", 5000000), total = 0;
+    for (size_t i = 0; i < nc; i++) {
+        size_t runs = explore(c[i].n, c[i].nw, c[i].where, c[i].K, c[i].faults, c[i].mix, limit);
+        if (getenv("OP_VERBOSE"))
+            fprintf(stderr, "\n    %zu ranks on %zu workers, %zu calls, %d fault(s), mix %u: "
+                            "%zu schedules", c[i].n, c[i].nw, c[i].K, c[i].faults, c[i].mix, runs);
+        CU_ASSERT(runs < limit); /* all of them, not a prefix */
+        total += runs;
+    }
+    printf(" [%zu schedules] ", total);
+}
+
+/* two ranks on two workers: two calls each, any fault (deadline, link lost, worker restart) at
+ * every point */
+static void
+test_exhaustive_2(void)
+{
+    static const config c[] = {
+        {2, 2, {0, 1}, 2, 0, 0}, {2, 2, {0, 1}, 2, 0, 1}, {2, 2, {0, 1}, 2, 0, 2},
+        {2, 2, {0, 1}, 2, 1, 0}, {2, 2, {0, 1}, 2, 1, 1}, {2, 2, {0, 1}, 2, 1, 3},
+        {2, 1, {0, 0}, 2, 1, 1},
+    };
+    exhaustive(c, sizeof(c) / sizeof(c[0]));
+}
+
+/* three ranks on two and on three workers, and four on three; one fault at every point */
+static void
+test_exhaustive_4(void)
+{
+    static const config c[] = {
+        {3, 2, {0, 0, 1}, 1, 0, 1},    {3, 3, {0, 1, 2}, 1, 0, 4},
+        {3, 2, {0, 0, 1}, 1, 1, 2},    {3, 3, {0, 1, 2}, 1, 1, 3},
+        {4, 3, {0, 0, 1, 2}, 1, 0, 0}, {4, 3, {0, 1, 2, 2}, 1, 0, 3},
+        {4, 3, {0, 0, 1, 2}, 1, 1, 1},
+    };
+    exhaustive(c, sizeof(c) / sizeof(c[0]));
+}
+
+/* random orders of up to 4 ranks on up to 3 workers, several calls, with faults */
+static void
+test_random(void)
+{
+    static const int w22[] = {0, 0, 1, 1}, w211[] = {0, 0, 1, 2}, w1111[] = {0, 1, 2, 2};
+    size_t runs = env_size("OP_RANDOM_RUNS", 3000);
+    if (getenv("OP_SEED")) { /* replay one: OP_SEED=seed OP_CFG=0..4 OP_MIX=m */
+        static const int *ws[] = {w22, w211, w1111, w22, w211};
+        static const size_t nws[] = {2, 3, 3, 2, 3}, ks[] = {3, 3, 2, 3, 3};
+        static const int fs[] = {0, 0, 0, 1, 2};
+        int c = atoi(getenv("OP_CFG"));
+        unsigned rnd = (unsigned)strtoul(getenv("OP_SEED"), NULL, 10);
+        char err[512];
+        if (run_once(4, nws[c], ws[c], ks[c], fs[c], (unsigned)atoi(getenv("OP_MIX")), NULL, &rnd, NULL, err, sizeof(err)) != 0)
+            fprintf(stderr, "%s\n", err);
+        return;
+    }
+    for (unsigned mix = 0; mix < 5; mix++) {
+        sample(4, 2, w22, 3, 0, mix, runs);
+        sample(4, 3, w211, 3, 0, mix, runs);
+        sample(4, 3, w1111, 2, 0, mix, runs);
+        sample(4, 2, w22, 3, 1, mix, runs);
+        sample(4, 3, w211, 3, 2, mix, runs);
+    }
+}
+
+static const cu_test tests[] = {
+    {"count_mismatch", test_count_mismatch},
+    {"duplicates", test_duplicates},
+    {"data_order", test_data_order},
+    {"eager_before", test_eager_before},
+    {"abort", test_abort},
+    {"older_epoch", test_older_epoch},
+    {"latecomer", test_latecomer},
+    {"zero", test_zero},
+    {"exhaustive_2", test_exhaustive_2},
+    {"exhaustive_4", test_exhaustive_4},
+    {"random", test_random},
+};
+
+int
+main(int argc, char **argv)
+{
+    setenv("A2A_LOG_LEVEL", getenv("OP_LOG_LEVEL") ? getenv("OP_LOG_LEVEL") : "warn", 1);
+    log_init("test_op");
+    return cu_main("op", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
