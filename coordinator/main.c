@@ -15,12 +15,15 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f, "usage: a2a-coordinator --config FILE [--listen URL]\n"
+    fprintf(f, "usage: a2a-coordinator --config FILE [--listen URL] [--journal PATH]\n"
                "\n"
                "Serves the groups of FILE (the cluster YAML) to workers, jobs and a2a-ctl.\n"
                "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
                "  --listen URL    where to listen (default: coordinator.url of FILE);\n"
                "                  a port of 0 takes a free port\n"
+               "  --journal PATH  keep runtime groups and epochs in PATH across restarts\n"
+               "                  (default: coordinator.journal of FILE; without either,\n"
+               "                  a restart forgets runtime groups and changes every epoch)\n"
                "  --version       print \"a2a-coordinator VERSION\" and exit\n"
                "\n"
                "Prints \"listening on URL\" on stdout once it serves. SIGHUP reloads FILE\n"
@@ -43,14 +46,14 @@ reload(coord *c, const char *path)
 }
 
 static int
-serve(cfg_cluster *cfg, const char *path, const char *listen)
+serve(cfg_cluster *cfg, const char *path, const char *listen, const char *journal)
 {
     coord *c = NULL;
     rpc_server *srv = NULL;
     secure sec;
     const rpc_method *methods;
     size_t nmethods;
-    char err[512];
+    char err[1600];
     sigset_t set;
     int sig = 0;
 
@@ -64,6 +67,14 @@ serve(cfg_cluster *cfg, const char *path, const char *listen)
         secure_fini(&sec);
         return 1;
     }
+    if (journal != NULL && coord_journal_open(c, journal, err, sizeof(err)) != A2A_OK) {
+        log_error("%s", err);
+        coord_free(c);
+        secure_fini(&sec);
+        return 1;
+    }
+    if (journal == NULL)
+        log_info("no journal (coordinator.journal, --journal): a restart forgets runtime groups");
     methods = coord_methods(&nmethods);
     if (rpc_server_alloc(&srv, listen, methods, nmethods, c, 4, &sec.server, err, sizeof(err)) !=
         A2A_OK) {
@@ -91,22 +102,22 @@ serve(cfg_cluster *cfg, const char *path, const char *listen)
 int
 main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"listen", required_argument, NULL, 'l'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"version", no_argument, NULL, 'V'},
-                                         {NULL, 0, NULL, 0}};
-    const char *path = NULL, *listen = NULL;
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},  {"listen", required_argument, NULL, 'l'},
+        {"journal", required_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0}};
+    const char *path = NULL, *listen = NULL, *journal = NULL;
     char err[1024];
     cfg_cluster *cfg;
     sigset_t set;
     int ch;
 
     log_init("a2a-coordinator");
-    while ((ch = getopt_long(argc, argv, "c:l:hV", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:l:j:hV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c': path = optarg; break;
         case 'l': listen = optarg; break;
+        case 'j': journal = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("%s %s\n", "a2a-coordinator", A2A_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -127,5 +138,7 @@ main(int argc, char **argv)
         fprintf(stderr, "a2a-coordinator: %s\n", err);
         return 1;
     }
-    return serve(cfg, path, listen != NULL ? listen : cfg->coordinator_url);
+    if (journal == NULL && cfg->journal[0] != '\0')
+        journal = cfg->journal;
+    return serve(cfg, path, listen != NULL ? listen : cfg->coordinator_url, journal);
 }

@@ -169,7 +169,17 @@ struct engine {
     struct eng_in *ins;
     eng_map *maps;         /* shared job memory */
     pthread_cond_t map_cv; /* a map's refs dropped */
+    /* watch.c: the coordinator's epochs, polled */
+    pthread_t watcher;
+    int watching, watch_stop;
+    pthread_cond_t watch_cv;
 };
+
+/* ---- watch.c: marks cached groups stale whose epoch changed at the coordinator ---- */
+#define ENGINE_WATCH_MS 250 /* how often the coordinator's groups are listed */
+/* watch_start starts the watcher thread (0, or -1); watch_stop stops and joins it. */
+int watch_start(engine *e);
+void watch_stop(engine *e);
 
 /* ---- op.c: operations, under e->mtx ---- */
 /* op_get returns operation num of g, creating it when asked (NULL: out of memory). */
