@@ -17,11 +17,16 @@ typedef journal_group coord_rgroup;
 typedef journal_epoch coord_epoch;
 typedef journal_worker coord_incarnation;
 
-/* A worker that watches the groups (WatchGroups): what it saw last, and when. */
+/*
+ * A worker that watches the groups (WatchGroups). Its watcher is one thread:
+ * it asks again only after it has applied the last reply, so the generation
+ * of that reply (sent) counts as applied (gen) at its next call.
+ */
 typedef struct {
     char name[CFG_WORKER_NAME_MAX + 1];
-    uint64_t gen;
-    int64_t at_ms;
+    uint64_t gen;  /* applied: the worker uses no epoch older than this generation's */
+    uint64_t sent; /* the generation of the last reply */
+    int64_t at_ms; /* its last call (or registration, or the coordinator's start) */
 } coord_watcher;
 
 #define COORD_WATCH_FRESH_MS 2000 /* a worker that watched this recently is waited for */
@@ -61,6 +66,15 @@ coord_alloc(coord **out, cfg_cluster *cfg)
     clock_gettime(CLOCK_REALTIME, &ts);
     c->next_epoch = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
     c->start_ms = rpc_now_ms();
+    /* every worker of the file may be running with groups cached: until it watches (or is seen
+     * not to within COORD_WATCH_FRESH_MS), changes wait for it */
+    if ((c->watchers = calloc(cfg->nworkers, sizeof(*c->watchers))) != NULL) {
+        c->nwatchers = cfg->nworkers;
+        for (size_t i = 0; i < cfg->nworkers; i++) {
+            snprintf(c->watchers[i].name, sizeof(c->watchers[i].name), "%s", cfg->workers[i].name);
+            c->watchers[i].at_ms = c->start_ms;
+        }
+    }
     *out = c;
     return A2A_OK;
 }
@@ -522,7 +536,8 @@ list_reply(coord *c, rpc_ctx *ctx, const char *watcher)
             }
         }
         if (i < c->nwatchers) {
-            c->watchers[i].gen = c->gen;
+            c->watchers[i].gen = c->watchers[i].sent; /* applied, or it would not ask */
+            c->watchers[i].sent = c->gen;
             c->watchers[i].at_ms = rpc_now_ms();
             pthread_cond_broadcast(&c->watch_cv);
         }
@@ -748,6 +763,12 @@ m_register(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
         log_info("worker %s registered (incarnation %016llx): its groups get new epochs",
                  req.worker, (unsigned long long)req.incarnation);
     }
+    for (size_t k = 0; k < c->nwatchers; k++) /* it starts with nothing cached */
+        if (strcmp(c->watchers[k].name, req.worker) == 0) {
+            c->watchers[k].gen = c->watchers[k].sent = c->gen;
+            c->watchers[k].at_ms = rpc_now_ms();
+            pthread_cond_broadcast(&c->watch_cv);
+        }
 out:
     pthread_mutex_unlock(&c->mtx);
     if (st == A2A_OK && wire_empty_encode(ctx->body) != 0)

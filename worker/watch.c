@@ -88,6 +88,7 @@ watch_main(void *arg)
         if (failing)
             log_info("the coordinator answers again");
         failing = 0;
+        log_debug("watch: %zu groups listed", l.n);
         watch_mark(e, &l);
         wire_group_list_fini(&l);
     }

@@ -1233,6 +1233,13 @@ recreate_mode(a2a_job *job, int64_t N)
             a2a_status_name(want));
         bad = 1;
     }
+    if (world_me == 1 || world_me == 3) {
+        /* the new size, before any group call: liba2a asks for the group again by itself */
+        int64_t world2[] = {3, 1};
+        grp guess = {.name = "rg", .n = 2, .me = world_me == 3 ? 0 : 1, .world = world2};
+        if (recreate_op(job, &guess, 7, "the new group, its size not asked for") != A2A_OK)
+            bad = 1;
+    }
     if ((st = a2a_get_rank_size(job, "rg", &size)) != A2A_OK || size != 2) {
         say("get_rank_size(rg) after it was created again: %s, %lld (expected 2)",
             a2a_status_name(st), (long long)size);
