@@ -27,12 +27,41 @@ usage(FILE *f)
                "  --version       print \"a2a-coordinator VERSION\" and exit\n"
                "\n"
                "Prints \"listening on URL\" on stdout once it serves. SIGHUP reloads FILE\n"
-               "(a bad file keeps the last good one); SIGTERM or SIGINT stops it.\n"
+               "(a bad file keeps the last good one) and security.token_file (a bad token\n"
+               "keeps the old one; connections that proved the old one stay); SIGTERM or\n"
+               "SIGINT stops it.\n"
                "Logging: A2A_LOG_LEVEL=error|warn|info|debug (default info).\n");
 }
 
+/* reload_token reads token_file again: new connections prove the new token, established ones
+ * keep the one they proved until they reconnect; a bad file keeps the old token. */
 static void
-reload(coord *c, const char *path)
+reload_token(secure *sec, rpc_server *srv, const char *token_file, int tls)
+{
+    char err[1024];
+    auth_key k;
+    int rv;
+
+    if (tls)
+        log_warn("SIGHUP: the TLS certificate, key and CA are read only at start: restart to "
+                 "apply new ones");
+    if (!sec->has_key && token_file[0] == '\0')
+        return;
+    rv = secure_reload_token(sec, token_file, &k, err, sizeof(err));
+    if (rv < 0)
+        log_error("SIGHUP: keeping the token in use: %s", err);
+    else if (rv == 1)
+        log_info("SIGHUP: the token in %s is unchanged", token_file);
+    else if (rpc_server_set_key(srv, &k) == 0)
+        log_info("SIGHUP: new token from %s: new connections prove it, established ones keep "
+                 "working until they reconnect",
+                 token_file);
+    auth_key_wipe(&k);
+}
+
+/* reload reads path again; token_file (the last good file's) follows it. */
+static void
+reload(coord *c, const char *path, char *token_file, size_t cap)
 {
     char err[1024];
     cfg_cluster *cfg;
@@ -41,6 +70,7 @@ reload(coord *c, const char *path)
         log_error("reload refused, still serving the last good file: %s", err);
         return;
     }
+    snprintf(token_file, cap, "%s", cfg->token_file);
     coord_reload(c, cfg);
     log_info("reloaded %s: %lld ranks, %zu groups", path, (long long)cfg->world_size, cfg->ngroups);
 }
@@ -53,15 +83,16 @@ serve(cfg_cluster *cfg, const char *path, const char *listen, const char *journa
     secure sec;
     const rpc_method *methods;
     size_t nmethods;
-    char err[1600];
+    char err[1600], token_file[CFG_PATH_MAX + 1];
     sigset_t set;
-    int sig = 0;
+    int sig = 0, tls = cfg->tls_cert[0] != '\0';
 
     if (secure_from_cfg(&sec, cfg, err, sizeof(err)) != A2A_OK) {
         log_error("%s", err);
         cfg_free(cfg);
         return 1;
     }
+    snprintf(token_file, sizeof(token_file), "%s", cfg->token_file);
     if (coord_alloc(&c, cfg) != A2A_OK) {
         cfg_free(cfg);
         secure_fini(&sec);
@@ -90,8 +121,10 @@ serve(cfg_cluster *cfg, const char *path, const char *listen, const char *journa
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
-        reload(c, path);
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+        reload(c, path, token_file, sizeof(token_file));
+        reload_token(&sec, srv, token_file, tls);
+    }
     log_info("stopping on signal %d", sig);
     rpc_server_free(srv);
     coord_free(c);
