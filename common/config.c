@@ -31,7 +31,7 @@ typedef struct {
 } cfg_name_ref;
 
 static const char *const cfg_top_keys[] = {"coordinator", "security", "workers", "groups", NULL};
-static const char *const cfg_coord_keys[] = {"url", NULL};
+static const char *const cfg_coord_keys[] = {"url", "journal", NULL};
 static const char *const cfg_security_keys[] = {"token_file", "tls", NULL};
 static const char *const cfg_tls_keys[] = {"cert", "key", "ca", NULL};
 static const char *const cfg_worker_keys[] = {"name", "url", "data_url", "socket", "ranks", NULL};
@@ -541,6 +541,9 @@ cfg_load_root(cfg_ctx *x, yaml_node_t *root, cfg_cluster *c)
         return r;
     if ((r = cfg_need(x, v, "coordinator", "url", &u)) != A2A_OK ||
         (r = cfg_url(x, u, "url", c->coordinator_url)) != A2A_OK)
+        return r;
+    if ((u = cfg_get(x, v, "journal")) != NULL && !cfg_is_null(u) &&
+        (r = cfg_path(x, u, "journal", c->journal, CFG_PATH_MAX + 1)) != A2A_OK)
         return r;
     if ((v = cfg_get(x, root, "security")) != NULL && !cfg_is_null(v) &&
         (r = cfg_load_security(x, v, c)) != A2A_OK)

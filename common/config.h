@@ -31,6 +31,7 @@ typedef struct {
 typedef struct {
     char path[CFG_PATH_MAX + 1]; /* the file it came from */
     char coordinator_url[CFG_URL_MAX + 1];
+    char journal[CFG_PATH_MAX + 1];    /* coordinator.journal; "" when absent */
     char token_file[CFG_PATH_MAX + 1]; /* "" when security.token_file is absent */
     char tls_cert[CFG_PATH_MAX + 1];   /* "" when absent */
     char tls_key[CFG_PATH_MAX + 1];

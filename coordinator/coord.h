@@ -5,7 +5,9 @@
  * An epoch names one version of a group's resolved member list: it changes
  * when the list changes (a reload that moves a worker, a worker that
  * registers with a new incarnation). Epochs start from the coordinator's
- * start time, so that they grow across coordinator restarts too.
+ * start time, so that they grow across coordinator restarts too; with a
+ * journal (coord_journal_open), runtime groups, epochs and the workers'
+ * incarnations survive a restart, and an unchanged group keeps its epoch.
  */
 #ifndef A2A_COORDINATOR_COORD_H
 #define A2A_COORDINATOR_COORD_H
@@ -20,6 +22,15 @@ a2a_status coord_alloc(coord **out, cfg_cluster *cfg);
 
 /* coord_free frees c and its configuration; NULL is fine. */
 void coord_free(coord *c);
+
+/*
+ * coord_journal_open loads the state kept in path (none yet is fine) and
+ * writes it back, so that the file is known to be writable; from then on
+ * every change is written before a reply shows it. Called once, before
+ * serving. A damaged or unwritable journal: an error in err, and c keeps no
+ * journal.
+ */
+a2a_status coord_journal_open(coord *c, const char *path, char *err, size_t errlen);
 
 /* coord_reload swaps in cfg (taking ownership), keeping runtime groups that still fit. */
 void coord_reload(coord *c, cfg_cluster *cfg);

@@ -15,21 +15,53 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f, "usage: a2a-coordinator --config FILE [--listen URL]\n"
+    fprintf(f, "usage: a2a-coordinator --config FILE [--listen URL] [--journal PATH]\n"
                "\n"
                "Serves the groups of FILE (the cluster YAML) to workers, jobs and a2a-ctl.\n"
                "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
                "  --listen URL    where to listen (default: coordinator.url of FILE);\n"
                "                  a port of 0 takes a free port\n"
+               "  --journal PATH  keep runtime groups and epochs in PATH across restarts\n"
+               "                  (default: coordinator.journal of FILE; without either,\n"
+               "                  a restart forgets runtime groups and changes every epoch)\n"
                "  --version       print \"a2a-coordinator VERSION\" and exit\n"
                "\n"
                "Prints \"listening on URL\" on stdout once it serves. SIGHUP reloads FILE\n"
-               "(a bad file keeps the last good one); SIGTERM or SIGINT stops it.\n"
+               "(a bad file keeps the last good one) and security.token_file (a bad token\n"
+               "keeps the old one; connections that proved the old one stay); SIGTERM or\n"
+               "SIGINT stops it.\n"
                "Logging: A2A_LOG_LEVEL=error|warn|info|debug (default info).\n");
 }
 
+/* reload_token reads token_file again: new connections prove the new token, established ones
+ * keep the one they proved until they reconnect; a bad file keeps the old token. */
 static void
-reload(coord *c, const char *path)
+reload_token(secure *sec, rpc_server *srv, const char *token_file, int tls)
+{
+    char err[1024];
+    auth_key k;
+    int rv;
+
+    if (tls)
+        log_warn("SIGHUP: the TLS certificate, key and CA are read only at start: restart to "
+                 "apply new ones");
+    if (!sec->has_key && token_file[0] == '\0')
+        return;
+    rv = secure_reload_token(sec, token_file, &k, err, sizeof(err));
+    if (rv < 0)
+        log_error("SIGHUP: keeping the token in use: %s", err);
+    else if (rv == 1)
+        log_info("SIGHUP: the token in %s is unchanged", token_file);
+    else if (rpc_server_set_key(srv, &k) == 0)
+        log_info("SIGHUP: new token from %s: new connections prove it, established ones keep "
+                 "working until they reconnect",
+                 token_file);
+    auth_key_wipe(&k);
+}
+
+/* reload reads path again; token_file (the last good file's) follows it. */
+static void
+reload(coord *c, const char *path, char *token_file, size_t cap)
 {
     char err[1024];
     cfg_cluster *cfg;
@@ -38,32 +70,42 @@ reload(coord *c, const char *path)
         log_error("reload refused, still serving the last good file: %s", err);
         return;
     }
+    snprintf(token_file, cap, "%s", cfg->token_file);
     coord_reload(c, cfg);
     log_info("reloaded %s: %lld ranks, %zu groups", path, (long long)cfg->world_size, cfg->ngroups);
 }
 
 static int
-serve(cfg_cluster *cfg, const char *path, const char *listen)
+serve(cfg_cluster *cfg, const char *path, const char *listen, const char *journal)
 {
     coord *c = NULL;
     rpc_server *srv = NULL;
     secure sec;
     const rpc_method *methods;
     size_t nmethods;
-    char err[512];
+    char err[1600], token_file[CFG_PATH_MAX + 1];
     sigset_t set;
-    int sig = 0;
+    int sig = 0, tls = cfg->tls_cert[0] != '\0';
 
     if (secure_from_cfg(&sec, cfg, err, sizeof(err)) != A2A_OK) {
         log_error("%s", err);
         cfg_free(cfg);
         return 1;
     }
+    snprintf(token_file, sizeof(token_file), "%s", cfg->token_file);
     if (coord_alloc(&c, cfg) != A2A_OK) {
         cfg_free(cfg);
         secure_fini(&sec);
         return 1;
     }
+    if (journal != NULL && coord_journal_open(c, journal, err, sizeof(err)) != A2A_OK) {
+        log_error("%s", err);
+        coord_free(c);
+        secure_fini(&sec);
+        return 1;
+    }
+    if (journal == NULL)
+        log_info("no journal (coordinator.journal, --journal): a restart forgets runtime groups");
     methods = coord_methods(&nmethods);
     if (rpc_server_alloc(&srv, listen, methods, nmethods, c, 4, &sec.server, err, sizeof(err)) !=
         A2A_OK) {
@@ -79,8 +121,10 @@ serve(cfg_cluster *cfg, const char *path, const char *listen)
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
-        reload(c, path);
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+        reload(c, path, token_file, sizeof(token_file));
+        reload_token(&sec, srv, token_file, tls);
+    }
     log_info("stopping on signal %d", sig);
     rpc_server_free(srv);
     coord_free(c);
@@ -91,22 +135,22 @@ serve(cfg_cluster *cfg, const char *path, const char *listen)
 int
 main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"listen", required_argument, NULL, 'l'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"version", no_argument, NULL, 'V'},
-                                         {NULL, 0, NULL, 0}};
-    const char *path = NULL, *listen = NULL;
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},  {"listen", required_argument, NULL, 'l'},
+        {"journal", required_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0}};
+    const char *path = NULL, *listen = NULL, *journal = NULL;
     char err[1024];
     cfg_cluster *cfg;
     sigset_t set;
     int ch;
 
     log_init("a2a-coordinator");
-    while ((ch = getopt_long(argc, argv, "c:l:hV", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:l:j:hV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c': path = optarg; break;
         case 'l': listen = optarg; break;
+        case 'j': journal = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("%s %s\n", "a2a-coordinator", A2A_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -127,5 +171,7 @@ main(int argc, char **argv)
         fprintf(stderr, "a2a-coordinator: %s\n", err);
         return 1;
     }
-    return serve(cfg, path, listen != NULL ? listen : cfg->coordinator_url);
+    if (journal == NULL && cfg->journal[0] != '\0')
+        journal = cfg->journal;
+    return serve(cfg, path, listen != NULL ? listen : cfg->coordinator_url, journal);
 }

@@ -35,6 +35,14 @@ gate_alloc(const auth_key *key)
 }
 
 void
+gate_set_key(gate *g, const auth_key *key)
+{
+    pthread_mutex_lock(&g->mtx);
+    g->key = *key;
+    pthread_mutex_unlock(&g->mtx);
+}
+
+void
 gate_free(gate *g)
 {
     if (g == NULL)

@@ -25,6 +25,10 @@ typedef struct gate gate;
 /* gate_alloc copies key; NULL when out of memory. Free with gate_free. */
 gate *gate_alloc(const auth_key *key);
 
+/* gate_set_key makes key the one new proofs are checked with; connections that proved the old
+ * one stay proved. */
+void gate_set_key(gate *g, const auth_key *key);
+
 /* gate_free wipes the key and frees g; NULL is fine. */
 void gate_free(gate *g);
 

@@ -701,6 +701,26 @@ client_roundtrip(rpc_client *c, const char *method, const void *body, size_t len
     return st;
 }
 
+int
+rpc_server_set_key(rpc_server *s, const auth_key *key)
+{
+    if (s->gate == NULL)
+        return -1;
+    gate_set_key(s->gate, key);
+    return 0;
+}
+
+int
+rpc_client_set_key(rpc_client *c, const auth_key *key)
+{
+    if (!c->has_key)
+        return -1;
+    pthread_mutex_lock(&c->auth_mtx); /* no handshake uses it meanwhile */
+    c->key = *key;
+    pthread_mutex_unlock(&c->auth_mtx);
+    return 0;
+}
+
 /* client_handshake proves the secret on the current connection (see server/gate.h). */
 static a2a_status
 client_handshake(rpc_client *c, int64_t deadline, char *err, size_t errlen)

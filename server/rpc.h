@@ -73,6 +73,16 @@ a2a_status rpc_server_alloc(rpc_server **out, const char *url, const rpc_method 
                             size_t nmethods, void *arg, int nthreads, const rpc_security *sec,
                             char *err, size_t errlen);
 
+/*
+ * rpc_server_set_key makes key the token that connections prove from now on
+ * (SIGHUP); connections that proved the old one keep working until they
+ * close. -1 for a server without a token.
+ */
+int rpc_server_set_key(rpc_server *s, const auth_key *key);
+
+/* rpc_client_set_key: the token c proves on its next connections (-1: c has none). */
+int rpc_client_set_key(rpc_client *c, const auth_key *key);
+
 /* rpc_server_url returns the URL the server listens on, with the bound port. */
 const char *rpc_server_url(const rpc_server *s);
 

@@ -85,6 +85,7 @@ secure_from_cfg(secure *s, const cfg_cluster *cfg, char *err, size_t errlen)
     a2a_status st = A2A_OK;
 
     memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->key_mtx, NULL); /* secure_fini may come before secure_link */
     if (cfg->token_file[0] != '\0') {
         if ((st = auth_key_load(&s->key, cfg->token_file, err, errlen)) != A2A_OK)
             return st;
@@ -106,6 +107,7 @@ secure_from_env(secure *s, const char *token_file, char *err, size_t errlen)
     a2a_status st = A2A_OK;
 
     memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->key_mtx, NULL);
     if (token_file == NULL)
         token_file = getenv("A2A_TOKEN_FILE");
     if (token_file != NULL && *token_file != '\0') {
@@ -125,6 +127,41 @@ secure_from_env(secure *s, const char *token_file, char *err, size_t errlen)
 }
 
 void
+secure_key_copy(const secure *s, auth_key *out)
+{
+    pthread_mutex_t *m = (pthread_mutex_t *)&s->key_mtx; /* the lock, not the key, changes */
+    pthread_mutex_lock(m);
+    *out = s->key;
+    pthread_mutex_unlock(m);
+}
+
+int
+secure_reload_token(secure *s, const char *path, auth_key *key, char *err, size_t errlen)
+{
+    char why[512];
+    int same;
+
+    if (!s->has_key) {
+        snprintf(err, errlen, "this process started without a token: adding one needs a restart");
+        return -1;
+    }
+    if (path == NULL || path[0] == '\0') {
+        snprintf(err, errlen, "no token_file any more: removing the token needs a restart");
+        return -1;
+    }
+    if (auth_key_load(key, path, why, sizeof(why)) != A2A_OK) {
+        snprintf(err, errlen, "%s", why);
+        auth_key_wipe(key);
+        return -1;
+    }
+    pthread_mutex_lock(&s->key_mtx);
+    same = s->key.len == key->len && auth_equal(s->key.key, key->key, key->len);
+    s->key = *key;
+    pthread_mutex_unlock(&s->key_mtx);
+    return same ? 1 : 0;
+}
+
+void
 secure_fini(secure *s)
 {
     if (s->tls_server != NULL)
@@ -132,5 +169,6 @@ secure_fini(secure *s)
     if (s->tls_client != NULL)
         nng_tls_config_free(s->tls_client);
     auth_key_wipe(&s->key);
+    pthread_mutex_destroy(&s->key_mtx);
     memset(s, 0, sizeof(*s));
 }

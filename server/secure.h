@@ -6,12 +6,15 @@
 #ifndef A2A_SERVER_SECURE_H
 #define A2A_SERVER_SECURE_H
 
+#include <pthread.h>
+
 #include "common/config.h"
 #include "rpc.h"
 
 typedef struct {
     int has_key;
-    auth_key key;
+    auth_key key;               /* read it with secure_key_copy: SIGHUP may replace it */
+    pthread_mutex_t key_mtx;    /* key, once the process runs threads */
     nng_tls_config *tls_server; /* NULL without TLS */
     nng_tls_config *tls_client;
     rpc_security server; /* for rpc_server_alloc */
@@ -26,6 +29,19 @@ a2a_status secure_from_cfg(secure *s, const cfg_cluster *cfg, char *err, size_t 
  * $A2A_TLS_CERT/KEY/CA; free with secure_fini.
  */
 a2a_status secure_from_env(secure *s, const char *token_file, char *err, size_t errlen);
+
+/* secure_key_copy copies the current key into *out (under the key's lock). */
+void secure_key_copy(const secure *s, auth_key *out);
+
+/*
+ * secure_reload_token reads path again (SIGHUP) and, when it holds a good
+ * token, makes it the key for proofs from now on, also into *key (the copy
+ * for the servers' gates and clients, which the caller hands on). A missing,
+ * unreadable or wrong-sized file, or a process that started without a token
+ * (adding one needs a restart), keeps the old key: -1 with why in err. 0 when
+ * replaced, 1 when the file holds the same token.
+ */
+int secure_reload_token(secure *s, const char *path, auth_key *key, char *err, size_t errlen);
 
 /* secure_fini frees the TLS configurations and wipes the key. */
 void secure_fini(secure *s);

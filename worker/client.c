@@ -116,6 +116,7 @@ typedef struct job_group {
     char name[A2A_GROUP_NAME_MAX + 1];
     size_t n;
     int64_t *world;
+    int suspect; /* a call on it failed: ask the worker again before the next one */
 } job_group;
 
 struct a2a_job {
@@ -1239,6 +1240,22 @@ group_size(a2a_job *job, const char *group, size_t *n, int64_t *me_out)
         pthread_mutex_lock(&job->mtx);
         for (job_group *g = job->groups; g != NULL; g = g->next)
             if (strcmp(g->name, group) == 0) {
+                if (g->suspect && pass == 0) {
+                    /* the last call failed: the group may have been destroyed and created
+                     * again with another size; keep the copy only if nobody can tell */
+                    g->suspect = 0;
+                    pthread_mutex_unlock(&job->mtx);
+                    st = resolve(job, group, "GetGroup", 0, NULL, NULL);
+                    if (st == A2A_ERR_NOT_FOUND || st == A2A_ERR_INVALID_ARGUMENT)
+                        return st;
+                    pthread_mutex_lock(&job->mtx);
+                    pass = 1;
+                    g = job->groups; /* the cache changed: look again */
+                    for (; g != NULL && strcmp(g->name, group) != 0; g = g->next)
+                        ;
+                    if (g == NULL)
+                        break;
+                }
                 *n = g->n;
                 me = index_of(g, job->id.world_rank);
                 *me_out = me;
@@ -1710,6 +1727,18 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
     a2a_status st;
     opnum_taken.pending = 0;
     st = all_to_all_v_run(job, args);
+    /* a failure that a changed group explains (destroyed, created again with another size or
+     * without us): the group is asked for again before the next call */
+    if ((st == A2A_ERR_INVALID_ARGUMENT || st == A2A_ERR_NOT_FOUND ||
+         st == A2A_ERR_PERMISSION_DENIED) &&
+        job != NULL) {
+        const char *group = args != NULL && args->group != NULL ? args->group : A2A_WORLD_GROUP;
+        pthread_mutex_lock(&job->mtx);
+        for (job_group *g = job->groups; g != NULL; g = g->next)
+            if (strcmp(g->name, group) == 0)
+                g->suspect = 1;
+        pthread_mutex_unlock(&job->mtx);
+    }
     if (opnum_taken.pending) { /* it failed before reaching a worker: its number is spent */
         wire_a2av w = {.op_next = opnum_taken.op_next};
         snprintf(w.group, sizeof(w.group), "%s", opnum_taken.group);

@@ -78,6 +78,10 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
     /* Register before serving, so that the first operations see the final epochs. */
     for (int i = 0; i < 3 && !e->registered; i++)
         engine_register(e, 3000);
+    if (watch_start(e) != 0) {
+        engine_free(e);
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "cannot start a thread");
+    }
     *out = e;
     return A2A_OK;
 }
@@ -102,6 +106,7 @@ engine_free(engine *e)
     if (e == NULL)
         return;
     engine_stop(e);
+    watch_stop(e);
     link_stop(e);
     rpc_client_free(e->coord);
     while (e->groups != NULL) {

@@ -114,6 +114,10 @@ struct engine {
     struct eng_in *ins;
     eng_map *maps;         /* shared job memory */
     pthread_cond_t map_cv; /* a map's refs dropped */
+    /* watch.c: the coordinator's epochs, polled */
+    pthread_t watcher;
+    int watching, watch_stop;
+    pthread_cond_t watch_cv;
 };
 
 /* ---- engine.c: running the state machine's actions, and what links call up ---- */
@@ -130,8 +134,12 @@ void engine_data_landed(engine *e, eng_call *c, const frame *f, uint64_t len, in
 void engine_sent(engine *e, eng_call *c, int64_t d, int rv);
 /* engine_peer_lost fails what depends on peer p (why); under e->mtx. */
 void engine_peer_lost(engine *e, eng_peer *p, const char *why);
-/* engine_fail fails op (out of memory on a link, ...); under e->mtx. */
-void engine_fail(engine *e, op_op *op, a2a_status st, const char *msg);
+
+/* ---- watch.c: marks cached groups stale whose epoch changed at the coordinator ---- */
+#define ENGINE_WATCH_MS 250 /* how often the coordinator's groups are listed */
+/* watch_start starts the watcher thread (0, or -1); watch_stop stops and joins it. */
+int watch_start(engine *e);
+void watch_stop(engine *e);
 
 /* ---- link.c: peer links ---- */
 int link_start(engine *e, char *err, size_t errlen);

@@ -13,10 +13,19 @@ link_proof(const engine *e, const char *label, const uint8_t nonce[AUTH_NONCE_LE
 {
     uint8_t who[CFG_WORKER_NAME_MAX + 1 + 8] = {0};
     size_t n = strlen(worker);
+    auth_key k;
     memcpy(who, worker, n);
     for (int i = 0; i < 8; i++)
         who[n + 1 + i] = (uint8_t)(incarnation >> (56 - 8 * i));
-    auth_mac(&e->sec->key, label, nonce, AUTH_NONCE_LEN, who, n + 9, mac);
+    secure_key_copy(e->sec, &k); /* SIGHUP may replace it (handshake_set_key) */
+    auth_mac(&k, label, nonce, AUTH_NONCE_LEN, who, n + 9, mac);
+    auth_key_wipe(&k);
+}
+
+void
+handshake_set_key(engine *e, const auth_key *key)
+{
+    (void)rpc_client_set_key(e->coord, key);
 }
 
 /* hs_read reads one handshake frame into f by deadline, into a fixed buffer; 0, or -1 with why. */

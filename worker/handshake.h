@@ -37,6 +37,10 @@ int handshake_dial(engine *e, eng_peer *p, wsock *s);
 int handshake_accept(engine *e, wsock *s, int64_t deadline_ms, frame *hello, char *why,
                      size_t whylen);
 
+/* handshake_set_key: after secure_reload_token replaced the token of e->sec, our link with the
+ * coordinator proves the new one on its next connection too (links read e->sec themselves). */
+void handshake_set_key(engine *e, const auth_key *key);
+
 /* handshake_peer_index: the peer index of the worker called name (not us), or -1. */
 int handshake_peer_index(const engine *e, const char *name);
 

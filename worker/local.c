@@ -114,8 +114,10 @@ m_challenge(local_sess *ls, rpc_ctx *ctx, const uint8_t *body, size_t len)
     }
     memcpy(ls->cnonce, in[0], AUTH_NONCE_LEN);
     auth_nonce(ls->snonce);
+    pthread_mutex_lock(&ls->srv->mtx); /* local_set_key may replace the key */
     auth_mac(&ls->srv->key, LSOCK_LOCAL_LABEL_SERVER, ls->cnonce, AUTH_NONCE_LEN, ls->snonce,
              AUTH_NONCE_LEN, mac);
+    pthread_mutex_unlock(&ls->srv->mtx);
     ls->challenged = 1;
     if (wire_bins_encode(ctx->body, 2, out) != 0)
         return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
@@ -133,8 +135,10 @@ m_prove(local_sess *ls, rpc_ctx *ctx, const uint8_t *body, size_t len)
     if (!ls->challenged)
         return rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED, "AuthProve before AuthChallenge");
     ls->challenged = 0; /* one proof per challenge */
+    pthread_mutex_lock(&ls->srv->mtx);
     auth_mac(&ls->srv->key, LSOCK_LOCAL_LABEL_CLIENT, ls->snonce, AUTH_NONCE_LEN, ls->cnonce,
              AUTH_NONCE_LEN, want);
+    pthread_mutex_unlock(&ls->srv->mtx);
     if (!auth_equal(in[0], want, AUTH_MAC_LEN))
         return rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED,
                         "wrong token: the proof does not match this worker's security.token_file");
@@ -919,6 +923,17 @@ local_bind(const char *path, char *err, size_t errlen)
         return -1;
     }
     return fd;
+}
+
+int
+local_set_key(local_srv *s, const auth_key *key)
+{
+    if (!s->has_key)
+        return -1;
+    pthread_mutex_lock(&s->mtx);
+    s->key = *key;
+    pthread_mutex_unlock(&s->mtx);
+    return 0;
 }
 
 a2a_status

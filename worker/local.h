@@ -62,6 +62,10 @@ a2a_status local_remote_reserve(local_srv *s, rpc_ctx *ctx, const uint8_t *body,
 a2a_status local_remote_data(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len, int put);
 a2a_status local_remote_call(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len);
 
+/* local_set_key: the token jobs prove from now on (SIGHUP); sessions that proved the old one
+ * stay. -1 when the worker has no token. */
+int local_set_key(local_srv *s, const auth_key *key);
+
 /* local_free stops listening, closes every session, waits for their threads, unlinks the socket
  * file and frees s; NULL is fine. */
 void local_free(local_srv *s);

@@ -10,6 +10,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "engine.h"
+#include "handshake.h"
 #include "local.h"
 #include "server/rpc.h"
 #include "server/secure.h"
@@ -26,8 +27,10 @@ usage(FILE *f)
                "  --version       print \"a2a-worker VERSION\" and exit\n"
                "\n"
                "Prints \"listening on URL data DATA_URL\" on stdout once it serves.\n"
-               "SIGTERM or SIGINT stops it. SIGHUP is logged and ignored: a worker reads FILE\n"
-               "only when it starts (restart it to apply a change); the coordinator reloads.\n"
+               "SIGTERM or SIGINT stops it. SIGHUP reads security.token_file again: new\n"
+               "connections (jobs, links, the coordinator) prove the new token, established\n"
+               "ones keep working until they reconnect; a bad file keeps the old token. The\n"
+               "rest of FILE is read only at start (the coordinator reloads it).\n"
                "Logging: A2A_LOG_LEVEL=error|warn|info|debug (default info).\n");
 }
 
@@ -97,10 +100,33 @@ serve(const cfg_cluster *cfg, const char *name)
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
-        log_warn("SIGHUP: nothing to reload (a worker reads %s only when it starts; restart it "
-                 "to apply a change): still serving",
-                 cfg->path);
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+        auth_key k;
+        int rv;
+        if (!sec.has_key) {
+            log_warn("SIGHUP: nothing to reload (no token; a worker reads %s only when it starts; "
+                     "restart it to apply a change): still serving",
+                     cfg->path);
+            continue;
+        }
+        if (cfg->tls_cert[0] != '\0')
+            log_warn("SIGHUP: the TLS certificate, key and CA are read only at start: restart to "
+                     "apply new ones");
+        rv = secure_reload_token(&sec, cfg->token_file, &k, err, sizeof(err));
+        if (rv < 0) {
+            log_error("SIGHUP: keeping the token in use: %s", err);
+        } else if (rv == 1) {
+            log_info("SIGHUP: the token in %s is unchanged", cfg->token_file);
+        } else {
+            (void)rpc_server_set_key(srv, &k);
+            (void)local_set_key(loc, &k);
+            handshake_set_key(e, &k);
+            log_info("SIGHUP: new token from %s: new connections prove it, established ones "
+                     "keep working until they reconnect",
+                     cfg->token_file);
+        }
+        auth_key_wipe(&k);
+    }
     log_info("stopping on signal %d", sig);
     engine_stop(e);       /* calls in progress fail with UNAVAILABLE */
     chan_set_stop(chans); /* channel threads close their channels and end */

@@ -12,7 +12,12 @@
  *   threads            two threads, two groups, at the same time
  *   deadline           the last rank comes 2.5 s late
  *   big                ~48 MiB per rank, uneven
- *   loop SECONDS       verified operations until SECONDS pass, surviving errors
+ *   loop SECONDS [GROUP]  verified operations until SECONDS pass, surviving
+ *                      errors, on the world group or GROUP (every rank a member)
+ *   recreate           (4 ranks) rank 0 destroys group "rg" (0 1 2 3) and creates
+ *                      it again as (3 1): calls with the old size are refused
+ *                      (INVALID_ARGUMENT, PERMISSION_DENIED for ranks left out) on
+ *                      every worker, and the new group exchanges right
  *   orphan             (1x1) this job closes (one live job per rank), a second
  *                      job of rank 0 calls from two threads and
  *                      exits without a2a_job_close: the worker's threads for
@@ -1101,22 +1106,27 @@ big_mode(a2a_job *job, int64_t N)
  * that carried such a bit, so they stop at the same operation.
  */
 static int
-loop_mode(a2a_job *job, int64_t N, int64_t seconds)
+loop_mode(a2a_job *job, int64_t seconds, const char *group)
 {
     grp w;
-    int64_t *M = malloc((size_t)(N * N) * 8), *sc = malloc((size_t)N * 8),
-            *rc = malloc((size_t)N * 8), ok = 0, errors = 0, ok_after_error = 0;
-    int64_t t0 = now_ms(), hard = t0 + (seconds + 60) * 1000;
+    int64_t t0 = now_ms(), hard = t0 + (seconds + 60) * 1000, ok = 0, errors = 0,
+            ok_after_error = 0;
     int bad = 0, stop = 0;
 
-    if (grp_load(job, NULL, &w) != 0)
+    if (grp_load(job, group, &w) != 0)
         return 1;
+    if (w.me < 0) {
+        say("not a member of group %s", group);
+        return 1;
+    }
+    int64_t N = w.n, *M = malloc((size_t)(N * N) * 8), *sc = malloc((size_t)N * 8),
+            *rc = malloc((size_t)N * 8);
     uint64_t rng = 1000;                /* one matrix for all: the ranks' call counts drift apart */
     for (int64_t k = 0; k < N * N; k++) /* no zeros: every flag gets through */
         M[k] = 1 + (rng_below(&rng, 4) == 0 ? rng_below(&rng, 300000) : rng_below(&rng, 3000));
     for (int64_t j = 0; j < N; j++) {
-        sc[j] = M[world_me * N + j];
-        rc[j] = M[j * N + world_me];
+        sc[j] = M[w.me * N + j];
+        rc[j] = M[j * N + w.me];
     }
     for (uint64_t i = 0; !stop && !bad; i++) {
         int flag = 0;
@@ -1158,6 +1168,94 @@ loop_mode(a2a_job *job, int64_t N, int64_t seconds)
     free(sc);
     free(rc);
     grp_fini(&w);
+    return bad;
+}
+
+/* recreate_op: one verified operation on g with counts 1 + (s * 7 + d) % 5; its status. */
+static a2a_status
+recreate_op(a2a_job *job, const grp *g, uint64_t tag, const char *what)
+{
+    int64_t *sc = malloc((size_t)g->n * 8), *rc = malloc((size_t)g->n * 8);
+    for (int64_t j = 0; j < g->n; j++) {
+        sc[j] = 1 + (g->me * 7 + j) % 5;
+        rc[j] = 1 + (j * 7 + g->me) % 5;
+    }
+    op_spec s = {.job = job,
+                 .g = g,
+                 .dtype = A2A_INT64,
+                 .sc = sc,
+                 .rc = rc,
+                 .tag = tag,
+                 .seed = tag * 5 + (uint64_t)world_me,
+                 .timeout_ms = 10000};
+    int rv = run_op(&s);
+    free(sc);
+    free(rc);
+    if (rv < 0)
+        return A2A_ERR_INTERNAL; /* wrong data: printed */
+    if (rv > 0)
+        say("%s: %s: %s", what, a2a_status_name(s.status), s.msg);
+    return s.status;
+}
+
+static int
+recreate_mode(a2a_job *job, int64_t N)
+{
+    static const int64_t old_members[] = {0, 1, 2, 3}, new_members[] = {3, 1};
+    grp world, old, fresh;
+    a2a_status st, want;
+    int64_t size = 0;
+    int bad = 0;
+
+    if (N != 4) {
+        say("needs 4 ranks");
+        return 1;
+    }
+    if (grp_load(job, NULL, &world) != 0 || make_group(job, "rg", 4, old_members, &old) != 0)
+        return 1;
+    if (recreate_op(job, &old, 1, "the first group") != A2A_OK ||
+        recreate_op(job, &world, 2, "world, before") != A2A_OK)
+        return 1;
+    if (world_me == 0) {
+        if ((st = a2a_destroy_group(job, "rg")) != A2A_OK ||
+            (st = a2a_create_group(job, "rg", 2, new_members)) != A2A_OK) {
+            say("destroy and create rg: %s: %s", a2a_status_name(st), a2a_job_error(job));
+            return 1;
+        }
+    }
+    if (recreate_op(job, &world, 3, "world, after the new rg") != A2A_OK)
+        return 1;
+    /* the call as the job last saw the group (4 ranks): every worker knows it changed */
+    want = world_me == 1 || world_me == 3 ? A2A_ERR_INVALID_ARGUMENT : A2A_ERR_PERMISSION_DENIED;
+    st = recreate_op(job, &old, 4, "a call with the old size");
+    if (st != want) {
+        say("a call on the destroyed group's size gave %s, expected %s", a2a_status_name(st),
+            a2a_status_name(want));
+        bad = 1;
+    }
+    if (world_me == 1 || world_me == 3) {
+        /* the new size, before any group call: liba2a asks for the group again by itself */
+        int64_t world2[] = {3, 1};
+        grp guess = {.name = "rg", .n = 2, .me = world_me == 3 ? 0 : 1, .world = world2};
+        if (recreate_op(job, &guess, 7, "the new group, its size not asked for") != A2A_OK)
+            bad = 1;
+    }
+    if ((st = a2a_get_rank_size(job, "rg", &size)) != A2A_OK || size != 2) {
+        say("get_rank_size(rg) after it was created again: %s, %lld (expected 2)",
+            a2a_status_name(st), (long long)size);
+        bad = 1;
+    }
+    if (world_me == 1 || world_me == 3) {
+        if (make_group(job, "rg", 2, new_members, &fresh) != 0)
+            return 1;
+        if (recreate_op(job, &fresh, 5, "the new group") != A2A_OK)
+            bad = 1;
+        grp_fini(&fresh);
+    }
+    if (recreate_op(job, &world, 6, "world, at the end") != A2A_OK)
+        bad = 1;
+    grp_fini(&old);
+    grp_fini(&world);
     return bad;
 }
 
@@ -1248,8 +1346,9 @@ main(int argc, char **argv)
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2 || env_n == NULL || env_r == NULL) {
-        fprintf(stderr, "usage: exchange_check random SEED ITERS | invalid | mismatch | threads |"
-                        " deadline | big | huge | loop SECONDS  (under a2a-launch)\n");
+        fprintf(stderr,
+                "usage: exchange_check random SEED ITERS | invalid | mismatch | threads |"
+                " deadline | big | huge | loop SECONDS [GROUP] | recreate  (under a2a-launch)\n");
         return 2;
     }
     mode = argv[1];
@@ -1281,8 +1380,10 @@ main(int argc, char **argv)
         bad = orphan_mode(&job, N, argv[0]);
     else if (strcmp(mode, "orphan-child") == 0)
         orphan_child(job);
-    else if (strcmp(mode, "loop") == 0 && argc == 3)
-        bad = loop_mode(job, N, atoll(argv[2]));
+    else if (strcmp(mode, "loop") == 0 && (argc == 3 || argc == 4))
+        bad = loop_mode(job, atoll(argv[2]), argc == 4 ? argv[3] : NULL);
+    else if (strcmp(mode, "recreate") == 0)
+        bad = recreate_mode(job, N);
     else {
         say("unknown mode or wrong arguments");
         bad = 2;

@@ -80,6 +80,7 @@ test_good_minimal(void)
     CU_ASSERT_STRING_EQUAL(c->path, "t.yaml");
     CU_ASSERT_STRING_EQUAL(c->coordinator_url, "tcp://c:7000");
     CU_ASSERT_STRING_EQUAL(c->token_file, "");
+    CU_ASSERT_STRING_EQUAL(c->journal, "");
     CU_ASSERT_STRING_EQUAL(c->tls_cert, "");
     CU_ASSERT_EQUAL(c->nworkers, 2);
     CU_ASSERT_EQUAL(c->world_size, 4);
@@ -137,6 +138,20 @@ test_good_full(void)
     CU_ASSERT_PTR_NULL(cfg_find_group(c, A2A_WORLD_GROUP));
     cfg_free(c);
     cfg_free(NULL);
+}
+
+/* coordinator.journal: a path, optional, never empty */
+static void
+test_journal_key(void)
+{
+    cfg_cluster *c =
+        load_ok("coordinator:\n  url: tcp://c:7000\n  journal: /var/lib/a2a/j\n" WORKERS);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_STRING_EQUAL(c->journal, "/var/lib/a2a/j");
+    cfg_free(c);
+    expect_err("coordinator:\n  url: tcp://c:7000\n  journal: \"\"\n" WORKERS, 3, 12,
+               "\"journal\" must not be empty");
+    expect_err("coordinator:\n  url: tcp://c:7000\n  journal: [a]\n" WORKERS, 3, 12, "journal");
 }
 
 static void
@@ -567,6 +582,7 @@ static const struct {
     {"good_minimal", test_good_minimal},
     {"good_full", test_good_full},
     {"null_sections", test_null_sections},
+    {"journal_key", test_journal_key},
     {"sample_cluster", test_sample_cluster},
     {"missing_file", test_missing_file},
     {"err_syntax", test_err_syntax},

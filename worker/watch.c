@@ -1,0 +1,123 @@
+/*
+ * watch.c - the worker's watch on the coordinator's groups. Every
+ * ENGINE_WATCH_MS the watcher lists the coordinator's groups (WatchGroups: the
+ * name and epoch of each, as ListGroups; the coordinator notes that this worker
+ * has seen them, and CreateGroup and DestroyGroup wait up to 1 s for every
+ * worker that watches to list them again) and marks stale each cached group whose epoch differs or
+ * that is gone (destroyed, or removed from the YAML), so that the next call on
+ * it resolves it again: a group destroyed and created again, or changed by a
+ * reload, is seen as new by every worker, not only the one that forwarded the
+ * change. While the coordinator does not answer, the cache is kept as it is.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "engine_int.h"
+
+/* watch_mark marks stale every cached group of e that l lists with another epoch or not at all. */
+static void
+watch_mark(engine *e, const wire_group_list *l)
+{
+    pthread_mutex_lock(&e->mtx);
+    for (op_group *g = e->groups; g != NULL; g = g->next) {
+        size_t i;
+        for (i = 0; i < l->n && strcmp(l->groups[i].name, g->name) != 0; i++)
+            ;
+        if (g->stale || (i < l->n && l->groups[i].epoch == g->epoch))
+            continue;
+        if (i == l->n)
+            log_info("group \"%s\" is gone at the coordinator: resolving it at its next call",
+                     g->name);
+        else
+            log_info("group \"%s\" has epoch %llu at the coordinator (ours %llu): resolving it "
+                     "at its next call",
+                     g->name, (unsigned long long)l->groups[i].epoch, (unsigned long long)g->epoch);
+        g->stale = 1;
+    }
+    pthread_mutex_unlock(&e->mtx);
+}
+
+static void *
+watch_main(void *arg)
+{
+    engine *e = arg;
+    int failing = 0;
+
+    for (;;) {
+        struct timespec ts;
+        uint8_t *rep = NULL;
+        size_t replen = 0;
+        char err[512];
+        wire_group_list l = {0};
+        a2a_status st;
+
+        pthread_mutex_lock(&e->mtx);
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)ENGINE_WATCH_MS * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        while (!e->watch_stop && pthread_cond_timedwait(&e->watch_cv, &e->mtx, &ts) == 0)
+            ;
+        if (e->watch_stop) {
+            pthread_mutex_unlock(&e->mtx);
+            return NULL;
+        }
+        pthread_mutex_unlock(&e->mtx);
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        wire_register me = {.incarnation = e->incarnation};
+        snprintf(me.worker, sizeof(me.worker), "%s", e->self->name);
+        if (wire_register_encode(&sb, &me) != 0)
+            st = status_fail(err, sizeof(err), A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        else
+            st = rpc_call(e->coord, "WatchGroups", sb.data, sb.size, 2 * ENGINE_WATCH_MS + 1000,
+                          &rep, &replen, err, sizeof(err));
+        msgpack_sbuffer_destroy(&sb);
+        if (st == A2A_OK && wire_group_list_decode(&l, rep, replen, err, sizeof(err)) != 0)
+            st = A2A_ERR_INTERNAL;
+        free(rep);
+        if (st != A2A_OK) {
+            if (!failing)
+                log_warn("cannot list the coordinator's groups (keeping the cached ones): %s", err);
+            failing = 1;
+            continue;
+        }
+        if (failing)
+            log_info("the coordinator answers again");
+        failing = 0;
+        log_debug("watch: %zu groups listed", l.n);
+        watch_mark(e, &l);
+        wire_group_list_fini(&l);
+    }
+}
+
+int
+watch_start(engine *e)
+{
+    pthread_cond_init(&e->watch_cv, NULL);
+    e->watch_stop = 0;
+    if (pthread_create(&e->watcher, NULL, watch_main, e) != 0) {
+        pthread_cond_destroy(&e->watch_cv);
+        return -1;
+    }
+    pthread_setname_np(e->watcher, "a2a-watch");
+    e->watching = 1;
+    return 0;
+}
+
+void
+watch_stop(engine *e)
+{
+    if (!e->watching)
+        return;
+    pthread_mutex_lock(&e->mtx);
+    e->watch_stop = 1;
+    pthread_cond_broadcast(&e->watch_cv);
+    pthread_mutex_unlock(&e->mtx);
+    pthread_join(e->watcher, NULL);
+    pthread_cond_destroy(&e->watch_cv);
+    e->watching = 0;
+}
