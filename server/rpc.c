@@ -66,6 +66,8 @@ struct rpc_server {
     gate *gate;             /* NULL: no token */
     guard *guard;           /* caps, deadline and shedding of connections */
     pthread_mutex_t cb_mtx; /* orders the pipe callback against setup and teardown */
+    rpc_gone_fn gone;       /* the watcher of connections (under cb_mtx) */
+    void *gone_arg;
     char url[300];
 };
 
@@ -153,6 +155,7 @@ server_handle(rpc_worker *w, nng_msg *msg)
     msgpack_sbuffer_init(&body);
     ctx.timeout_ms = req.timeout_ms;
     ctx.pipe = nng_msg_get_pipe(msg);
+    ctx.server = s;
     ctx.body = &body;
     m = server_lookup(s, req.method);
     if (s->gate != NULL && gate_check(s->gate, req.method, &ctx, req.body, req.body_len, &st)) {
@@ -211,8 +214,25 @@ server_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
         guard_pipe_gone(s->guard, p);
         if (s->gate != NULL)
             gate_pipe_gone(s->gate, p);
+        if (s->gone != NULL) /* after guard_pipe_gone: rpc_server_pipe_live says no from here */
+            s->gone(s->gone_arg, (uint32_t)nng_pipe_id(p));
     }
     pthread_mutex_unlock(&s->cb_mtx);
+}
+
+void
+rpc_server_watch(rpc_server *s, rpc_gone_fn gone, void *arg)
+{
+    pthread_mutex_lock(&s->cb_mtx);
+    s->gone = gone;
+    s->gone_arg = arg;
+    pthread_mutex_unlock(&s->cb_mtx);
+}
+
+int
+rpc_server_pipe_live(rpc_server *s, uint32_t pipe_id)
+{
+    return guard_pipe_live(s->guard, pipe_id);
 }
 
 /* server_destroy frees what server_listen was given, when it fails. */

@@ -48,6 +48,7 @@ typedef struct rpc_client rpc_client;
 typedef struct {
     uint64_t timeout_ms;   /* what is left of the caller's deadline */
     nng_pipe pipe;         /* the caller's connection */
+    rpc_server *server;    /* the server it came to (NULL off the RPC layer) */
     msgpack_sbuffer *body; /* the reply body; written by the handler */
     char message[1024];    /* the reply message on failure */
     int close_after;       /* close the caller's connection once the reply is sent */
@@ -78,6 +79,20 @@ const char *rpc_server_url(const rpc_server *s);
 
 /* rpc_server_free closes the socket, waits for every thread and frees s; NULL is fine. */
 void rpc_server_free(rpc_server *s);
+
+/*
+ * A server's watcher of its connections: gone(arg, id) runs once for each
+ * connection as NNG removes it (id: nng_pipe_id of rpc_ctx.pipe), on NNG's
+ * thread, so it must not block for long nor call back into the server.
+ * rpc_server_watch sets it (NULL clears it; once it returns, the old watcher
+ * runs no more). rpc_server_pipe_live reports whether connection id is still
+ * up: what a handler that ties state to ctx->pipe checks (with its own lock
+ * held, which gone also takes) so that no connection is missed that went
+ * between the request and the handler.
+ */
+typedef void (*rpc_gone_fn)(void *arg, uint32_t pipe_id);
+void rpc_server_watch(rpc_server *s, rpc_gone_fn gone, void *arg);
+int rpc_server_pipe_live(rpc_server *s, uint32_t pipe_id);
 
 /* rpc_fail sets ctx's reply message and returns status, for "return rpc_fail(...)". */
 a2a_status rpc_fail(rpc_ctx *ctx, a2a_status status, const char *fmt, ...)

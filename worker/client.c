@@ -777,7 +777,8 @@ remote_get(a2a_job *job, wire_remote *r, const a2a_alltoallv_args *args, size_t 
  * remote_once runs w (the counts copied from args) on the remote session,
  * in slot: the send slices packed and put in chunks, the call, the receive
  * slices got in chunks and unpacked. *gone: the worker no longer knows the
- * session (it restarted), so attaching again and retrying is safe.
+ * session (it restarted, or our connection to it closed) before the call
+ * ran, so attaching again and retrying is safe.
  */
 static a2a_status
 remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args *args, int *gone)
@@ -845,8 +846,10 @@ remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args 
         r.data_len = 0;
     }
     msgpack_sbuffer_destroy(&sb);
-    if (st == A2A_OK)
+    if (st == A2A_OK) { /* the call ran: running it again would be another operation */
         st = remote_get(job, &r, args, n, roff, rbytes);
+        return st;
+    }
 out:
     if (st == A2A_ERR_UNAVAILABLE && strstr(a2a_job_error(job), "has no remote session") != NULL)
         *gone = 1;

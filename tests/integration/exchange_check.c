@@ -13,6 +13,7 @@
  *   deadline           the last rank comes 2.5 s late
  *   big                ~48 MiB per rank, uneven
  *   loop SECONDS       verified operations until SECONDS pass, surviving errors
+ *   loop-shared SECONDS  the same in buffers from a2a_buffer_alloc (most calls)
  *   orphan             (1x1) this job closes (one live job per rank), a second
  *                      job of rank 0 calls from two threads and
  *                      exits without a2a_job_close: the worker's threads for
@@ -1248,8 +1249,10 @@ main(int argc, char **argv)
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2 || env_n == NULL || env_r == NULL) {
-        fprintf(stderr, "usage: exchange_check random SEED ITERS | invalid | mismatch | threads |"
-                        " deadline | big | huge | loop SECONDS  (under a2a-launch)\n");
+        fprintf(
+            stderr,
+            "usage: exchange_check random SEED ITERS | invalid | mismatch | threads |"
+            " deadline | big | huge | loop SECONDS | loop-shared SECONDS  (under a2a-launch)\n");
         return 2;
     }
     mode = argv[1];
@@ -1283,7 +1286,10 @@ main(int argc, char **argv)
         orphan_child(job);
     else if (strcmp(mode, "loop") == 0 && argc == 3)
         bad = loop_mode(job, N, atoll(argv[2]));
-    else {
+    else if (strcmp(mode, "loop-shared") == 0 && argc == 3) { /* loop, in shared buffers */
+        shared_mode = 1;
+        bad = loop_mode(job, N, atoll(argv[2]));
+    } else {
         say("unknown mode or wrong arguments");
         bad = 2;
     }
