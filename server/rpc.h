@@ -10,9 +10,9 @@
  * error reply.
  *
  * A client dials one URL (and redials it for ever); each call has a
- * deadline. No connection within the wait, or a connection lost during the
- * call, is A2A_ERR_UNAVAILABLE; no reply in time is A2A_ERR_DEADLINE_EXCEEDED.
- * Clients are thread-safe: each call uses its own REQ context.
+ * deadline. No connection within the wait (rpc_client_connect_wait), or a connection lost during
+ * the call, is A2A_ERR_UNAVAILABLE; no reply in time is A2A_ERR_DEADLINE_EXCEEDED. Clients are
+ * thread-safe: each call uses its own REQ context.
  */
 #ifndef A2A_SERVER_RPC_H
 #define A2A_SERVER_RPC_H
@@ -115,6 +115,12 @@ a2a_status rpc_client_alloc(rpc_client **out, const char *url, const rpc_securit
 a2a_status rpc_call(rpc_client *c, const char *method, const void *body, size_t len,
                     int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err,
                     size_t errlen);
+
+/* rpc_client_connect_wait sets how long a call waits for a connection before it fails with
+ * UNAVAILABLE (default RPC_CONNECT_WAIT_MS, so that a job's calls to a worker that is gone fail
+ * fast; a tool that should wait all of its --timeout gives that). Never more than a call's own
+ * deadline; call before the first call. */
+void rpc_client_connect_wait(rpc_client *c, int64_t ms);
 
 /* rpc_client_url returns the URL the client dials. */
 const char *rpc_client_url(const rpc_client *c);

@@ -478,6 +478,7 @@ ctl_main(int argc, char **argv)
         secure_fini(&sec);
         return fail(&c, A2A_ERR_INVALID_ARGUMENT, err);
     }
+    rpc_client_connect_wait(c.cli, c.timeout_ms); /* --timeout bounds connecting too */
     rc = run(&c, argc - optind, argv + optind);
     rpc_client_free(c.cli);
     secure_fini(&sec);
