@@ -636,6 +636,13 @@ client_why(rpc_client *c, int ms, char *why, size_t len)
                  ": it accepts connections but does not answer within %d ms: not an a2a "
                  "service%s, or too busy",
                  ms, tls_url ? "" : " (or a TLS port that waits for a handshake)");
+    } else if (tls_url && (rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH) &&
+               probe(c->url + 4, NULL, ms, got, &n, &stage) == 0 && n == 8 &&
+               memcmp(got, rep0, 8) == 0) {
+        snprintf(why, len,
+                 ": TLS handshake failed: it is a plain (not TLS) a2a port: use %.200s, or turn "
+                 "TLS on there",
+                 c->url + 4);
     } else if (tls_url && (rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH)) {
         snprintf(why, len, ": TLS handshake failed (%s): %s", nng_strerror(rv),
                  c->tls == NULL ? "this side has no TLS settings (certificate, key and CA)"

@@ -333,6 +333,12 @@ run(ctl *c, int argc, char **argv)
     }
     st = call(c, method, &sb, &rep, &replen, err, sizeof(err));
     msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_ERR_PERMISSION_DENIED && strstr(err, "authentication required") == err) {
+        size_t n = strlen(err);
+        snprintf(err + n, sizeof(err) - n,
+                 ": give a2a-ctl the same token with --token-file FILE "
+                 "(or A2A_TOKEN_FILE)");
+    }
     if (st != A2A_OK)
         rc = fail(c, st, err);
     else if (strcmp(method, "Health") == 0)

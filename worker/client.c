@@ -222,6 +222,8 @@ call(a2a_job *job, const char *method, msgpack_sbuffer *req, int64_t timeout_ms,
         rpc_call(job->cli, method, req->data, req->size, timeout_ms, rep, replen, err, sizeof(err));
     if (st == A2A_ERR_UNAVAILABLE && job->worker[0] != '\0' && strstr(err, "worker ") != err)
         job_fail(job, st, "worker %s: %s", job->worker, err);
+    else if (st == A2A_ERR_PERMISSION_DENIED && strstr(err, "authentication required") == err)
+        job_fail(job, st, "%s: give the job the cluster's token file in A2A_TOKEN_FILE", err);
     else if (st != A2A_OK)
         job_fail(job, st, "%s", err);
     return st;
