@@ -652,6 +652,10 @@ local_remote_attach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
         ls->next = s->live;
         s->live = ls;
         s->nlive++;
+        /* ls is the session's from here: its connection may close and free it at once */
+        r.session = ls->x.id;
+        r.key[0] = ls->rkey[0];
+        r.key[1] = ls->rkey[1];
     }
     pthread_mutex_unlock(&s->mtx);
     if (st != A2A_OK) {
@@ -662,10 +666,7 @@ local_remote_attach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
         return st;
     }
     log_info("remote session %llu: world rank %lld (its slices come over its TCP connection)",
-             (unsigned long long)ls->x.id, (long long)j.world_rank);
-    r.session = ls->x.id;
-    r.key[0] = ls->rkey[0];
-    r.key[1] = ls->rkey[1];
+             (unsigned long long)r.session, (long long)j.world_rank);
     if (wire_remote_encode(ctx->body, &r) != 0)
         return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     return A2A_OK;
