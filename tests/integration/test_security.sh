@@ -378,7 +378,7 @@ ctl_tls() { # WANT WHAT ENV...
     if [ "$want" = ok ]; then
         ((rc == 0))
     else # refused, and the message says it was the TLS handshake
-        ((rc == 1)) && [[ "$out" == *"cannot reach $(coord_url): TLS handshake failed"* ]]
+        ((rc == 1)) && [[ "$out" == *"cannot reach $(coord_url) in "*" ms: TLS handshake failed"* ]]
     fi
 }
 tls_check "health with a good client certificate" ctl_tls ok "good certificate" "${good[@]}"
