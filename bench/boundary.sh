@@ -2,6 +2,8 @@
 # boundary.sh - the job-to-worker boundary before and after, alternating:
 # a2a-bench -p uniform (64 B .. 64 MiB) under a2a-launch, plain and shared
 # buffers, shapes 2x2 and 4x1, REPEAT rounds; prints the median time per cell.
+# (-p and -q are the a2a-bench of before issue 15's option letters: today's
+# spells them --patterns uniform --quiet; bench/remote.sh does.)
 #
 # usage: bench/boundary.sh BEFORE_BUILD AFTER_BUILD [REPEAT] [OUT_DIR]
 # A build is a folder with tools/a2a-launch, tools/a2a-bench, worker/a2a-worker,

@@ -575,6 +575,81 @@ wire_group_list_fini(wire_group_list *l)
 }
 
 int
+wire_job_list_encode(msgpack_sbuffer *sb, const wire_job_list *l)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    if (msgpack_pack_array(&pk, l->n) != 0)
+        return -1;
+    for (size_t i = 0; i < l->n; i++) {
+        const wire_job_info *j = &l->jobs[i];
+        if (msgpack_pack_array(&pk, 8) != 0 || msgpack_pack_uint64(&pk, j->session) != 0 ||
+            msgpack_pack_int64(&pk, j->world_rank) != 0 || pack_str(&pk, j->mode) != 0 ||
+            msgpack_pack_int64(&pk, j->pid) != 0 || msgpack_pack_int64(&pk, j->uid) != 0 ||
+            msgpack_pack_uint64(&pk, j->shared) != 0 || msgpack_pack_uint64(&pk, j->staging) != 0 ||
+            msgpack_pack_uint64(&pk, j->calls) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+job_info_decode(wire_job_info *j, const msgpack_object *o, char *err, size_t errlen)
+{
+    const msgpack_object *f;
+    if (wire_array(o, 8, 0, "job info", err, errlen) != 0)
+        return -1;
+    f = o->via.array.ptr;
+    if (wire_u64(&j->session, &f[0], "job session", err, errlen) != 0 ||
+        wire_i64(&j->world_rank, &f[1], "job world rank", err, errlen) != 0 ||
+        wire_str(j->mode, sizeof(j->mode) - 1, &f[2], "job mode", err, errlen) != 0 ||
+        wire_i64(&j->pid, &f[3], "job pid", err, errlen) != 0 ||
+        wire_i64(&j->uid, &f[4], "job uid", err, errlen) != 0 ||
+        wire_u64(&j->shared, &f[5], "job shared buffers", err, errlen) != 0 ||
+        wire_u64(&j->staging, &f[6], "job staging", err, errlen) != 0 ||
+        wire_u64(&j->calls, &f[7], "job calls", err, errlen) != 0)
+        return -1;
+    return 0;
+}
+
+int
+wire_job_list_decode(wire_job_list *l, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+    msgpack_zone zone;
+    msgpack_object root;
+    int rc = -1;
+
+    memset(l, 0, sizeof(*l));
+    msgpack_zone_init(&zone, 256);
+    if (wire_parse(&root, &zone, buf, len, err, errlen) != 0 ||
+        wire_array(&root, -1, WIRE_MAX_JOBS, "job list", err, errlen) != 0)
+        goto out;
+    if (root.via.array.size > 0 &&
+        (l->jobs = calloc(root.via.array.size, sizeof(*l->jobs))) == NULL) {
+        msg_fail(err, errlen, "out of memory");
+        goto out;
+    }
+    l->n = root.via.array.size;
+    for (size_t i = 0; i < l->n; i++)
+        if (job_info_decode(&l->jobs[i], &root.via.array.ptr[i], err, errlen) != 0)
+            goto out;
+    rc = 0;
+out:
+    if (rc != 0)
+        wire_job_list_fini(l);
+    msgpack_zone_destroy(&zone);
+    return rc;
+}
+
+void
+wire_job_list_fini(wire_job_list *l)
+{
+    free(l->jobs);
+    l->jobs = NULL;
+    l->n = 0;
+}
+
+int
 wire_health_encode(msgpack_sbuffer *sb, const wire_health *h)
 {
     msgpack_packer pk;

@@ -113,6 +113,28 @@ int wire_group_list_decode(wire_group_list *l, const uint8_t *buf, size_t len, c
                            size_t errlen);
 void wire_group_list_fini(wire_group_list *l);
 
+/* One line of a worker's ListJobs: a job session that holds a rank. */
+typedef struct {
+    uint64_t session;
+    int64_t world_rank;
+    char mode[16]; /* "remote", or local: "shared" (it handed over shared buffers), "staging" */
+    int64_t pid;   /* the kernel's (SO_PEERCRED), -1 for a remote job */
+    int64_t uid;   /* likewise */
+    uint64_t shared, staging; /* memfds of each kind mapped now (remote: staging slots) */
+    uint64_t calls;           /* calls running now */
+} wire_job_info;
+
+typedef struct {
+    size_t n;
+    wire_job_info *jobs; /* malloc'd */
+} wire_job_list;
+
+#define WIRE_MAX_JOBS 4096
+int wire_job_list_encode(msgpack_sbuffer *sb, const wire_job_list *l);
+int wire_job_list_decode(wire_job_list *l, const uint8_t *buf, size_t len, char *err,
+                         size_t errlen);
+void wire_job_list_fini(wire_job_list *l);
+
 /* Health reply. */
 typedef struct {
     char service[32]; /* "coordinator" or "worker" */

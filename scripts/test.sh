@@ -103,9 +103,6 @@ stage_asan() {
 }
 
 TSAN_TESTS='unit\.(rpc|auth|group)|integration\.'
-# remote ranks see their worker's death through NNG's REQ socket, which TSan slows past any bound
-# the test can state (the plain and ASan stages run it)
-TSAN_SKIP='integration\.worker_restart\.remote'
 # the fault tests (label faults) run shorter under the sanitizers: fewer restart rounds
 SANITIZED_FAULTS="env RACE_ROUNDS=20 RACE_PERSISTENT_ROUNDS=10 RACE_BUDGET_S=150 RACE_TIMEOUT_MS=8000"
 tsan_ctest() {
@@ -113,7 +110,7 @@ tsan_ctest() {
     # libnng is not built with TSan: tests/tsan.supp silences what it does inside.
     [ -f tests/tsan.supp ] && opts=$opts:suppressions=$ROOT/tests/tsan.supp
     TSAN_OPTIONS=$opts "$@" $SANITIZED_FAULTS ctest --test-dir build-tsan --output-on-failure -j"$CTEST_JOBS" \
-        -R "$TSAN_TESTS" -E "$TSAN_SKIP" -LE 'huge|netns' --no-tests=error </dev/null 2>&1 | tee "$LOGDIR/tsan.log"
+        -R "$TSAN_TESTS" -LE 'huge|netns' --no-tests=error </dev/null 2>&1 | tee "$LOGDIR/tsan.log"
 }
 
 stage_tsan() {

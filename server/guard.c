@@ -300,6 +300,16 @@ guard_pipe_gone(guard *g, nng_pipe pipe)
     pthread_mutex_unlock(&g->mtx);
 }
 
+int
+guard_pipe_live(guard *g, uint32_t pipe_id)
+{
+    int live;
+    pthread_mutex_lock(&g->mtx);
+    live = *slot(g, pipe_id) != NULL;
+    pthread_mutex_unlock(&g->mtx);
+    return live;
+}
+
 void
 guard_proved(guard *g, nng_pipe pipe)
 {

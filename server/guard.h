@@ -62,6 +62,9 @@ int guard_pipe_add(guard *g, nng_pipe p);
 /* guard_pipe_gone forgets p (NNG_PIPE_EV_REM_POST). */
 void guard_pipe_gone(guard *g, nng_pipe p);
 
+/* guard_pipe_live: p is a connection NNG has not removed yet. */
+int guard_pipe_live(guard *g, uint32_t pipe_id);
+
 /* guard_proved: p proved the secret; no deadline or call limit any more. */
 void guard_proved(guard *g, nng_pipe p);
 

@@ -66,6 +66,8 @@ struct rpc_server {
     gate *gate;             /* NULL: no token */
     guard *guard;           /* caps, deadline and shedding of connections */
     pthread_mutex_t cb_mtx; /* orders the pipe callback against setup and teardown */
+    rpc_gone_fn gone;       /* the watcher of connections (under cb_mtx) */
+    void *gone_arg;
     char url[300];
 };
 
@@ -153,6 +155,7 @@ server_handle(rpc_worker *w, nng_msg *msg)
     msgpack_sbuffer_init(&body);
     ctx.timeout_ms = req.timeout_ms;
     ctx.pipe = nng_msg_get_pipe(msg);
+    ctx.server = s;
     ctx.body = &body;
     m = server_lookup(s, req.method);
     if (s->gate != NULL && gate_check(s->gate, req.method, &ctx, req.body, req.body_len, &st)) {
@@ -211,8 +214,25 @@ server_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
         guard_pipe_gone(s->guard, p);
         if (s->gate != NULL)
             gate_pipe_gone(s->gate, p);
+        if (s->gone != NULL) /* after guard_pipe_gone: rpc_server_pipe_live says no from here */
+            s->gone(s->gone_arg, (uint32_t)nng_pipe_id(p));
     }
     pthread_mutex_unlock(&s->cb_mtx);
+}
+
+void
+rpc_server_watch(rpc_server *s, rpc_gone_fn gone, void *arg)
+{
+    pthread_mutex_lock(&s->cb_mtx);
+    s->gone = gone;
+    s->gone_arg = arg;
+    pthread_mutex_unlock(&s->cb_mtx);
+}
+
+int
+rpc_server_pipe_live(rpc_server *s, uint32_t pipe_id)
+{
+    return guard_pipe_live(s->guard, pipe_id);
 }
 
 /* server_destroy frees what server_listen was given, when it fails. */
@@ -370,7 +390,8 @@ struct rpc_client {
     pthread_mutex_t auth_mtx; /* one handshake at a time */
     int has_key;
     auth_key key;
-    nng_tls_config *tls; /* held, for client_why; NULL without TLS */
+    nng_tls_config *tls;     /* held, for client_why; NULL without TLS */
+    int64_t connect_wait_ms; /* how long a call waits for a connection (at most its deadline) */
     char url[300];
 };
 
@@ -411,6 +432,7 @@ rpc_client_alloc(rpc_client **out, const char *url, const rpc_security *sec, cha
     pthread_mutex_init(&c->auth_mtx, NULL);
     pthread_cond_init(&c->cv, NULL);
     atomic_init(&c->next_id, 1);
+    c->connect_wait_ms = RPC_CONNECT_WAIT_MS;
     if (sec != NULL && sec->key != NULL) {
         c->key = *sec->key;
         c->has_key = 1;
@@ -481,64 +503,173 @@ client_wait_pipe(rpc_client *c, int64_t deadline)
     return up ? 0 : -1;
 }
 
+/* probe_step waits for aio's operation; its result. */
+static int
+probe_step(nng_aio *aio)
+{
+    nng_aio_wait(aio);
+    return nng_aio_result(aio);
+}
+
 /*
- * client_why finds out why no connection to c->url comes up, for the error
- * message: one direct attempt of at most ms (TCP, then the TLS handshake and
- * NNG's 8-byte greeting, which the server answers), whose error it writes to
- * why as ": reason".
+ * probe dials url once within ms (with tls, if not NULL), sends NNG's 8-byte
+ * greeting of a REQ socket and reads 8 bytes of the answer into got (*ngot
+ * of them); *stage says how far it came: -1 not a stream URL (inproc://), 0 no connection,
+ * 1 connected (and
+ * through TLS), 2 sent, 3 answered. Returns the first error (0: none).
  */
-static void
-client_why(rpc_client *c, int ms, char *why, size_t len)
+static int
+probe(const char *url, nng_tls_config *tls, int ms, uint8_t got[8], size_t *ngot, int *stage)
 {
     static const uint8_t greeting[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0}; /* REQ0 (protocol 48) */
-    uint8_t got[8];
     nng_stream_dialer *d = NULL;
-    nng_stream *s = NULL;
+    nng_stream *st = NULL;
     nng_aio *aio = NULL;
     nng_iov iov;
     int rv;
 
-    why[0] = '\0';
-    if (nng_stream_dialer_alloc(&d, c->url) != 0)
-        return; /* not a stream (inproc://): nothing more to learn */
+    *stage = -1;
+    *ngot = 0;
+    if ((rv = nng_stream_dialer_alloc(&d, url)) != 0)
+        return rv;
+    *stage = 0;
     if ((rv = nng_aio_alloc(&aio, NULL, NULL)) != 0 ||
-        (c->tls != NULL && (rv = nng_stream_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, c->tls)) != 0))
+        (tls != NULL && (rv = nng_stream_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, tls)) != 0))
         goto out;
     nng_aio_set_timeout(aio, ms);
     nng_stream_dialer_dial(d, aio);
-    nng_aio_wait(aio);
-    if ((rv = nng_aio_result(aio)) != 0)
+    if ((rv = probe_step(aio)) != 0)
         goto out;
-    s = nng_aio_get_output(aio, 0);
+    st = nng_aio_get_output(aio, 0);
+    *stage = 1;
     iov = (nng_iov){(void *)greeting, sizeof(greeting)};
     nng_aio_set_iov(aio, 1, &iov);
-    nng_stream_send(s, aio);
-    nng_aio_wait(aio);
-    if ((rv = nng_aio_result(aio)) != 0)
+    nng_stream_send(st, aio);
+    if ((rv = probe_step(aio)) != 0)
         goto out;
-    iov = (nng_iov){got, sizeof(got)};
+    *stage = 2;
+    iov = (nng_iov){got, 8};
     nng_aio_set_iov(aio, 1, &iov);
-    nng_stream_recv(s, aio);
-    nng_aio_wait(aio);
-    rv = nng_aio_result(aio);
+    nng_stream_recv(st, aio);
+    rv = probe_step(aio);
+    *ngot = nng_aio_count(aio);
+    if (*ngot > 0)
+        *stage = 3;
 out:
-    if (s != NULL) {
-        nng_stream_close(s);
-        nng_stream_free(s);
+    if (st != NULL) {
+        nng_stream_close(st);
+        nng_stream_free(st);
     }
     nng_aio_free(aio);
     nng_stream_dialer_free(d);
-    if (rv == NNG_ETIMEDOUT)
-        snprintf(why, len, ": no answer within %d ms", ms);
-    else if (strncmp(c->url, "tls+", 4) == 0 && (rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH))
+    return rv;
+}
+
+/* speaks_tls: a TLS handshake (no certificate checked) gets a TLS answer at host:port of
+ * url, a tcp:// URL. */
+static int
+speaks_tls(const char *url, int ms)
+{
+    nng_tls_config *cfg = NULL;
+    char tls_url[320];
+    uint8_t got[8];
+    size_t n;
+    int stage, rv;
+
+    if (nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT) != 0)
+        return 0;
+    nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_NONE);
+    snprintf(tls_url, sizeof(tls_url), "tls+%s", url);
+    rv = probe(tls_url, cfg, ms, got, &n, &stage);
+    nng_tls_config_free(cfg);
+    /* through the handshake, or refused by it (no client certificate): TLS either way */
+    return stage >= 1 || rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH;
+}
+
+/*
+ * client_why finds out why no connection to c->url comes up, for the error
+ * message: one direct attempt of at most ms (TCP, then the TLS handshake and
+ * NNG's 8-byte greeting, which an a2a service answers with its own), whose
+ * outcome it writes to why as ": reason".
+ */
+static void
+client_why(rpc_client *c, int ms, char *why, size_t len)
+{
+    static const uint8_t rep0[8] = {0, 'S', 'P', 0, 0, 0x31, 0, 0}; /* REP0 (protocol 49) */
+    int tls_url = strncmp(c->url, "tls+", 4) == 0, tcp_url = strncmp(c->url, "tcp", 3) == 0;
+    uint8_t got[8] = {0};
+    size_t n = 0;
+    int stage, rv;
+
+    why[0] = '\0';
+    rv = probe(c->url, c->tls, ms, got, &n, &stage);
+    if (stage < 0)
+        return; /* not a stream (inproc://): nothing more to learn */
+    if (stage == 3 && (n < 8 || memcmp(got, rep0, 8) != 0)) {
+        char shown[40];
+        size_t k = 0;
+        for (size_t i = 0; i < n && k + 5 < sizeof(shown); i++)
+            k += (size_t)snprintf(shown + k, sizeof(shown) - k,
+                                  got[i] >= 0x20 && got[i] < 0x7f ? "%c" : "\\x%02x", got[i]);
+        shown[k] = '\0';
+        if (n >= 3 && got[0] == 0 && got[1] == 'S' && got[2] == 'P')
+            snprintf(why, len,
+                     ": an NNG service of another kind answers there, not an a2a "
+                     "service (wrong port?)");
+        else if (n >= 2 && got[0] == 0x15 && got[1] == 0x03)
+            snprintf(why, len, ": it answers with TLS: use tls+%.200s with the TLS settings",
+                     c->url);
+        else
+            snprintf(why, len,
+                     ": something that is not an a2a service answers there (it said \"%s\"): "
+                     "the wrong host or port, or a proxy in the way",
+                     shown);
+    } else if (stage == 3) {
+        snprintf(why, len, " (a new connection works: it may have been starting, or busy)");
+    } else if (rv == NNG_ETIMEDOUT && stage == 0) {
+        snprintf(why, len,
+                 ": no TCP connection within %d ms: the host is down or unreachable, or a "
+                 "firewall drops the connection",
+                 ms);
+    } else if (rv == NNG_ETIMEDOUT) {
+        snprintf(why, len,
+                 ": it accepts connections but does not answer within %d ms: not an a2a "
+                 "service%s, or too busy",
+                 ms, tls_url ? "" : " (or a TLS port that waits for a handshake)");
+    } else if (tls_url && (rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH) &&
+               probe(c->url + 4, NULL, ms, got, &n, &stage) == 0 && n == 8 &&
+               memcmp(got, rep0, 8) == 0) {
+        snprintf(why, len,
+                 ": TLS handshake failed: it is a plain (not TLS) a2a port: use %.200s, or turn "
+                 "TLS on there",
+                 c->url + 4);
+    } else if (tls_url && (rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH)) {
         snprintf(why, len, ": TLS handshake failed (%s): %s", nng_strerror(rv),
                  c->tls == NULL ? "this side has no TLS settings (certificate, key and CA)"
                                 : "each side's certificate must come from a CA that the other "
                                   "side trusts");
-    else if (rv != 0)
+    } else if (tls_url && stage == 0 &&
+               (rv == NNG_ECONNSHUT || rv == NNG_ECLOSED || rv == NNG_ECONNRESET ||
+                rv == NNG_EPROTO)) {
+        snprintf(why, len, ": the TLS handshake got no TLS answer (%s): is it a plain tcp:// port?",
+                 nng_strerror(rv));
+    } else if (tcp_url && stage >= 1 &&
+               (rv == NNG_ECONNSHUT || rv == NNG_ECLOSED || rv == NNG_ECONNRESET)) {
+        if (speaks_tls(c->url, ms))
+            snprintf(why, len,
+                     ": it speaks TLS and closed our plain connection: use tls+%.200s with the TLS "
+                     "settings (certificate, key and CA)",
+                     c->url);
+        else
+            snprintf(why, len,
+                     ": it closed the connection without answering (%s): not an a2a "
+                     "service?",
+                     nng_strerror(rv));
+    } else if (rv != 0) {
         snprintf(why, len, ": %s", nng_strerror(rv));
-    else
+    } else {
         snprintf(why, len, " (a new connection works: it may have been starting, or busy)");
+    }
 }
 
 /* client_track adds or removes a call's aio; adding fails once the client is closing. */
@@ -563,6 +694,31 @@ client_track(rpc_client *c, rpc_inflight *f, int add)
     return rc;
 }
 
+/*
+ * client_start starts aio's send (or receive) on ctx unless the connection
+ * went away (no pipe, or f lost) or the client is closing: 0, else -1. Under
+ * c->mtx, so that a connection that goes (client_pipe_cb) either finds the
+ * aio running and cancels it, or comes first and is seen here: a call begun
+ * just as the last connection went must not wait on NNG for a pipe until its
+ * deadline (the REQ socket never fails it, and never resends).
+ */
+static int
+client_start(rpc_client *c, rpc_inflight *f, nng_ctx ctx, int send)
+{
+    int rc = 0;
+    pthread_mutex_lock(&c->mtx);
+    if (c->closing || c->pipes == 0 || f->lost) {
+        f->lost = 1;
+        rc = -1;
+    } else if (send) {
+        nng_ctx_send(ctx, f->aio);
+    } else {
+        nng_ctx_recv(ctx, f->aio);
+    }
+    pthread_mutex_unlock(&c->mtx);
+    return rc;
+}
+
 /* client_exchange sends msg (owned from here on) on ctx and waits for the reply. */
 static a2a_status
 client_exchange(rpc_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *msg, int64_t deadline,
@@ -578,16 +734,23 @@ client_exchange(rpc_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *msg, int64_t 
     nng_aio_set_msg(aio, msg);
     nng_aio_set_timeout(aio,
                         (nng_duration)(deadline - rpc_now_ms() > 0 ? deadline - rpc_now_ms() : 0));
-    nng_ctx_send(ctx, aio);
-    nng_aio_wait(aio);
-    if ((rv = nng_aio_result(aio)) != 0) {
+    if (client_start(c, &f, ctx, 1) != 0) {
+        rv = NNG_ECLOSED;
+    } else {
+        nng_aio_wait(aio);
+        rv = nng_aio_result(aio);
+    }
+    if (rv != 0) {
         nng_msg_free(msg);
     } else {
         int64_t left = deadline - rpc_now_ms();
         nng_aio_set_timeout(aio, (nng_duration)(left > 0 ? left : 0));
-        nng_ctx_recv(ctx, aio);
-        nng_aio_wait(aio);
-        rv = nng_aio_result(aio);
+        if (client_start(c, &f, ctx, 0) != 0) {
+            rv = NNG_ECLOSED;
+        } else {
+            nng_aio_wait(aio);
+            rv = nng_aio_result(aio);
+        }
     }
     client_track(c, &f, 0);
     if (rv == 0) {
@@ -794,15 +957,19 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
                  int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
 {
     int64_t start = rpc_now_ms(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0);
-    int64_t wait = timeout_ms < RPC_CONNECT_WAIT_MS ? timeout_ms : RPC_CONNECT_WAIT_MS;
+    int64_t wait = timeout_ms < c->connect_wait_ms ? timeout_ms : c->connect_wait_ms;
     a2a_status st;
 
+    /* waiting all of the deadline for a connection leaves the probe below a part of it */
+    if (wait >= timeout_ms)
+        wait = timeout_ms - (timeout_ms / 4 < RPC_WHY_MS ? timeout_ms / 4 : RPC_WHY_MS);
     if (client_wait_pipe(c, start + wait) != 0) {
-        char why[200];
+        char why[512];
         int64_t left = deadline - rpc_now_ms(); /* the probe keeps to the caller's time, mostly */
         int ms = left > RPC_WHY_MS ? RPC_WHY_MS : left > 50 ? (int)left : 50;
         client_why(c, ms, why, sizeof(why));
-        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s%s", c->url, why);
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s in %lld ms%s", c->url,
+                           (long long)(rpc_now_ms() - start), why);
     }
     /* A server over its cap of connections not yet proved (server/guard.h) closes a new one at
      * once: the handshake has no effect, so prove the secret again on the next connection. */
@@ -817,6 +984,12 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
             return st;
     }
     return client_roundtrip(c, method, body, len, deadline, reply, reply_len, err, errlen);
+}
+
+void
+rpc_client_connect_wait(rpc_client *c, int64_t ms)
+{
+    c->connect_wait_ms = ms > 0 ? ms : RPC_CONNECT_WAIT_MS;
 }
 
 void

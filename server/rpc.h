@@ -10,9 +10,9 @@
  * error reply.
  *
  * A client dials one URL (and redials it for ever); each call has a
- * deadline. No connection within the wait, or a connection lost during the
- * call, is A2A_ERR_UNAVAILABLE; no reply in time is A2A_ERR_DEADLINE_EXCEEDED.
- * Clients are thread-safe: each call uses its own REQ context.
+ * deadline. No connection within the wait (rpc_client_connect_wait), or a connection lost during
+ * the call, is A2A_ERR_UNAVAILABLE; no reply in time is A2A_ERR_DEADLINE_EXCEEDED. Clients are
+ * thread-safe: each call uses its own REQ context.
  */
 #ifndef A2A_SERVER_RPC_H
 #define A2A_SERVER_RPC_H
@@ -48,6 +48,7 @@ typedef struct rpc_client rpc_client;
 typedef struct {
     uint64_t timeout_ms;   /* what is left of the caller's deadline */
     nng_pipe pipe;         /* the caller's connection */
+    rpc_server *server;    /* the server it came to (NULL off the RPC layer) */
     msgpack_sbuffer *body; /* the reply body; written by the handler */
     char message[1024];    /* the reply message on failure */
     int close_after;       /* close the caller's connection once the reply is sent */
@@ -89,6 +90,20 @@ const char *rpc_server_url(const rpc_server *s);
 /* rpc_server_free closes the socket, waits for every thread and frees s; NULL is fine. */
 void rpc_server_free(rpc_server *s);
 
+/*
+ * A server's watcher of its connections: gone(arg, id) runs once for each
+ * connection as NNG removes it (id: nng_pipe_id of rpc_ctx.pipe), on NNG's
+ * thread, so it must not block for long nor call back into the server.
+ * rpc_server_watch sets it (NULL clears it; once it returns, the old watcher
+ * runs no more). rpc_server_pipe_live reports whether connection id is still
+ * up: what a handler that ties state to ctx->pipe checks (with its own lock
+ * held, which gone also takes) so that no connection is missed that went
+ * between the request and the handler.
+ */
+typedef void (*rpc_gone_fn)(void *arg, uint32_t pipe_id);
+void rpc_server_watch(rpc_server *s, rpc_gone_fn gone, void *arg);
+int rpc_server_pipe_live(rpc_server *s, uint32_t pipe_id);
+
 /* rpc_fail sets ctx's reply message and returns status, for "return rpc_fail(...)". */
 a2a_status rpc_fail(rpc_ctx *ctx, a2a_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -110,6 +125,12 @@ a2a_status rpc_client_alloc(rpc_client **out, const char *url, const rpc_securit
 a2a_status rpc_call(rpc_client *c, const char *method, const void *body, size_t len,
                     int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err,
                     size_t errlen);
+
+/* rpc_client_connect_wait sets how long a call waits for a connection before it fails with
+ * UNAVAILABLE (default RPC_CONNECT_WAIT_MS, so that a job's calls to a worker that is gone fail
+ * fast; a tool that should wait all of its --timeout gives that). Never more than a call's own
+ * deadline; call before the first call. */
+void rpc_client_connect_wait(rpc_client *c, int64_t ms);
 
 /* rpc_client_url returns the URL the client dials. */
 const char *rpc_client_url(const rpc_client *c);

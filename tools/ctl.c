@@ -1,4 +1,4 @@
-/* ctl.c - a2a-ctl: the operator's command line for the coordinator. */
+/* ctl.c - a2a-ctl: the operator's command line for the coordinator (and a worker's jobs). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -25,8 +25,8 @@ usage(FILE *f)
     fprintf(
         f, "usage: a2a-ctl [OPTIONS] COMMAND [ARGS] [OPTIONS]\n"
            "\n"
-           "Asks the coordinator about groups. Options may come before or after the\n"
-           "command; \"--\" ends them.\n"
+           "Asks the coordinator about groups, or a worker about its jobs. Options may\n"
+           "come before or after the command; \"--\" ends them.\n"
            "\n"
            "Commands:\n"
            "  health              is the coordinator up? (exit 0 when it answers)\n"
@@ -34,6 +34,11 @@ usage(FILE *f)
            "  resolve GROUP       the members of GROUP: group rank, world rank, worker\n"
            "  create GROUP R...   create GROUP from world ranks R... (idempotent)\n"
            "  destroy GROUP       destroy a group created with create\n"
+           "  jobs WORKER_URL     the jobs attached to the worker at WORKER_URL (its \"url\"):\n"
+           "                      session, world rank, mode (shared, staging: a job on the\n"
+           "                      worker's socket with or without shared buffers; remote:\n"
+           "                      its slices over TCP), pid and uid (the kernel's), the\n"
+           "                      memory it handed over and its calls running now\n"
            "\n"
            "Options:\n"
            "  --coordinator URL   default $A2A_COORDINATOR_URL; tcp://HOST:PORT,\n"
@@ -188,6 +193,50 @@ print_health(const ctl *c, const uint8_t *rep, size_t len)
 }
 
 static int
+print_jobs(const ctl *c, const uint8_t *rep, size_t len)
+{
+    wire_job_list l;
+    char err[256];
+
+    if (wire_job_list_decode(&l, rep, len, err, sizeof(err)) != 0)
+        return fail(c, A2A_ERR_INTERNAL, err);
+    if (c->json) {
+        printf("[");
+        for (size_t i = 0; i < l.n; i++) {
+            const wire_job_info *j = &l.jobs[i];
+            printf("%s{\"session\":%llu,\"world_rank\":%lld,\"mode\":", i ? "," : "",
+                   (unsigned long long)j->session, (long long)j->world_rank);
+            json_str(j->mode);
+            if (j->pid >= 0)
+                printf(",\"pid\":%lld,\"uid\":%lld", (long long)j->pid, (long long)j->uid);
+            else
+                printf(",\"pid\":null,\"uid\":null");
+            printf(",\"shared_buffers\":%llu,\"staging\":%llu,\"calls\":%llu}",
+                   (unsigned long long)j->shared, (unsigned long long)j->staging,
+                   (unsigned long long)j->calls);
+        }
+        printf("]\n");
+    } else {
+        printf("%-8s %-10s %-8s %-8s %-6s %-7s %-7s %s\n", "SESSION", "WORLD_RANK", "MODE", "PID",
+               "UID", "SHARED", "STAGING", "CALLS");
+        for (size_t i = 0; i < l.n; i++) {
+            const wire_job_info *j = &l.jobs[i];
+            char pid[24] = "-", uid[24] = "-";
+            if (j->pid >= 0) {
+                snprintf(pid, sizeof(pid), "%lld", (long long)j->pid);
+                snprintf(uid, sizeof(uid), "%lld", (long long)j->uid);
+            }
+            printf("%-8llu %-10lld %-8s %-8s %-6s %-7llu %-7llu %llu\n",
+                   (unsigned long long)j->session, (long long)j->world_rank, j->mode, pid, uid,
+                   (unsigned long long)j->shared, (unsigned long long)j->staging,
+                   (unsigned long long)j->calls);
+        }
+    }
+    wire_job_list_fini(&l);
+    return 0;
+}
+
+static int
 print_destroyed(const ctl *c, const char *name)
 {
     if (c->json) {
@@ -230,6 +279,10 @@ build_request(ctl *c, msgpack_sbuffer *sb, int argc, char **argv, int *rc)
         wire_empty_encode(sb);
         return cmd[0] == 'h' ? "Health" : "ListGroups";
     }
+    if (strcmp(cmd, "jobs") == 0 && nargs == 1) { /* the client dials the worker (ctl_main) */
+        wire_empty_encode(sb);
+        return "ListJobs";
+    }
     if ((strcmp(cmd, "resolve") == 0 || strcmp(cmd, "destroy") == 0) && nargs == 1) {
         wire_group_name_encode(sb, argv[1]);
         return cmd[0] == 'r' ? "ResolveGroup" : "DestroyGroup";
@@ -246,9 +299,11 @@ build_request(ctl *c, msgpack_sbuffer *sb, int argc, char **argv, int *rc)
         return "CreateGroup";
     }
     {
-        static const char *const known[] = {"health", "groups", "resolve", "destroy", "create"};
-        static const char *const want[] = {"no arguments", "no arguments", "GROUP", "GROUP",
-                                           "GROUP and at least one world rank"};
+        static const char *const known[] = {"health",  "groups", "resolve",
+                                            "destroy", "create", "jobs"};
+        static const char *const want[] = {
+            "no arguments", "no arguments", "GROUP", "GROUP", "GROUP and at least one world rank",
+            "WORKER_URL"};
         char msg[300];
         snprintf(msg, sizeof(msg), "unknown command \"%.100s\" (see a2a-ctl --help)", cmd);
         for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
@@ -278,6 +333,12 @@ run(ctl *c, int argc, char **argv)
     }
     st = call(c, method, &sb, &rep, &replen, err, sizeof(err));
     msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_ERR_PERMISSION_DENIED && strstr(err, "authentication required") == err) {
+        size_t n = strlen(err);
+        snprintf(err + n, sizeof(err) - n,
+                 ": give a2a-ctl the same token with --token-file FILE "
+                 "(or A2A_TOKEN_FILE)");
+    }
     if (st != A2A_OK)
         rc = fail(c, st, err);
     else if (strcmp(method, "Health") == 0)
@@ -286,6 +347,8 @@ run(ctl *c, int argc, char **argv)
         rc = print_groups(c, rep, replen);
     else if (strcmp(method, "DestroyGroup") == 0)
         rc = print_destroyed(c, argv[1]);
+    else if (strcmp(method, "ListJobs") == 0)
+        rc = print_jobs(c, rep, replen);
     else
         rc = print_group(c, rep, replen);
     free(rep);
@@ -380,8 +443,8 @@ parse_args(ctl *c, int argc, char **argv, const char **url, const char **token_f
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "a2a-ctl: no command: give health, groups, resolve, create or destroy "
-                        "(see a2a-ctl --help)\n");
+        fprintf(stderr, "a2a-ctl: no command: give health, groups, resolve, create, destroy or "
+                        "jobs (see a2a-ctl --help)\n");
         return 2;
     }
     return -1;
@@ -400,6 +463,14 @@ ctl_main(int argc, char **argv)
     if ((rc = parse_args(&c, argc, argv, &url, &token_file)) >= 0)
         return rc;
     c.cmd = argv[optind];
+    if (strcmp(c.cmd, "jobs") == 0) { /* a worker's API, not the coordinator */
+        if (argc - optind != 2) {
+            snprintf(err, sizeof(err), "jobs takes WORKER_URL, got %d arguments",
+                     argc - optind - 1);
+            return fail_rc(&c, A2A_ERR_INVALID_ARGUMENT, err, 2);
+        }
+        url = argv[optind + 1];
+    }
     if (url == NULL || *url == '\0')
         return fail_rc(&c, A2A_ERR_INVALID_ARGUMENT,
                        "no coordinator: give --coordinator URL or set A2A_COORDINATOR_URL", 2);
@@ -413,6 +484,7 @@ ctl_main(int argc, char **argv)
         secure_fini(&sec);
         return fail(&c, A2A_ERR_INVALID_ARGUMENT, err);
     }
+    rpc_client_connect_wait(c.cli, c.timeout_ms); /* --timeout bounds connecting too */
     rc = run(&c, argc - optind, argv + optind);
     rpc_client_free(c.cli);
     secure_fini(&sec);

@@ -122,6 +122,14 @@ m_local(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 }
 
 static a2a_status
+m_jobs(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
+{
+    if (wire_empty_decode(body, len, ctx->message, sizeof(ctx->message)) != 0)
+        return A2A_ERR_INVALID_ARGUMENT;
+    return local_list(((api_env *)arg)->local, ctx);
+}
+
+static a2a_status
 m_health(void *arg, rpc_ctx *ctx, const uint8_t *body, size_t len)
 {
     engine *e = ((api_env *)arg)->e;
@@ -183,6 +191,7 @@ static const rpc_method api_table[] = {
     {"DestroyGroup", m_destroy},
     {"AllToAllV", m_local},
     {"Health", m_health},
+    {"ListJobs", m_jobs},
     {"OpenChannel", m_local},
     /* jobs that share no kernel with this worker (local.h) */
     {"RemoteAttach", m_remote_attach},

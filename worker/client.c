@@ -223,6 +223,8 @@ call(a2a_job *job, const char *method, msgpack_sbuffer *req, int64_t timeout_ms,
         rpc_call(job->cli, method, req->data, req->size, timeout_ms, rep, replen, err, sizeof(err));
     if (st == A2A_ERR_UNAVAILABLE && job->worker[0] != '\0' && strstr(err, "worker ") != err)
         job_fail(job, st, "worker %s: %s", job->worker, err);
+    else if (st == A2A_ERR_PERMISSION_DENIED && strstr(err, "authentication required") == err)
+        job_fail(job, st, "%s: give the job the cluster's token file in A2A_TOKEN_FILE", err);
     else if (st != A2A_OK)
         job_fail(job, st, "%s", err);
     return st;
@@ -701,84 +703,192 @@ remote_slot_give(a2a_job *job, unsigned slot)
     pthread_mutex_unlock(&job->mtx);
 }
 
-/* remote_put packs the send slices of w (from args) in order and puts them into slot in
- * chunks gathered across slices; rewrites w's send displacements to the packed ones. */
-static a2a_status
-remote_put(a2a_job *job, wire_remote *r, wire_a2av *w, const a2a_alltoallv_args *args,
-           size_t sbytes)
-{
-    size_t n = w->n, es = a2a_dtype_size(args->dtype), off = 0, fill = 0;
-    uint8_t *chunk = NULL;
-    a2a_status st = A2A_OK;
+/*
+ * A call's packed stream in remote mode: its send (or receive) slices one
+ * after the other, moved to (or from) the slot in chunks of at most
+ * WIRE_REMOTE_CHUNK bytes, up to CLIENT_REMOTE_WINDOW of them in flight at
+ * once (one RPC each, on threads of their own: the REQ socket serves each on
+ * its own context), so that one chunk's round trip overlaps the next ones'.
+ * Memory: one chunk buffer per mover.
+ */
+#define CLIENT_REMOTE_WINDOW 4
 
-    if (sbytes > 0 &&
-        (chunk = malloc(sbytes < WIRE_REMOTE_CHUNK ? sbytes : WIRE_REMOTE_CHUNK)) == NULL)
-        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
-    for (size_t j = 0; j < n && st == A2A_OK; j++) {
-        size_t b = (size_t)w->counts[j] * es, done = 0;
-        const char *src = (const char *)args->send_data + (size_t)w->counts[n + j] * es;
-        w->counts[n + j] = (int64_t)(off / es);
-        while (done < b && st == A2A_OK) {
-            size_t k = b - done < WIRE_REMOTE_CHUNK - fill ? b - done : WIRE_REMOTE_CHUNK - fill;
-            memcpy(chunk + fill, src + done, k);
-            fill += k;
-            done += k;
-            if (fill == WIRE_REMOTE_CHUNK || off + done == sbytes) {
-                r->offset = off + done - fill;
-                r->data = chunk;
-                r->data_len = fill;
-                st = remote_rpc(job, "RemotePut", r, CLIENT_CALL_MS, NULL, NULL);
-                fill = 0;
-            }
-        }
-        off += b;
+typedef struct {
+    a2a_job *job;
+    wire_remote r; /* session, key, slot */
+    int put;       /* RemotePut (send slices), else RemoteGet (receive slices) */
+    uint8_t *user; /* the user's buffer */
+    const int64_t *displs;
+    size_t n, es;
+    size_t *starts; /* n + 1: where slice j begins in the stream (bytes) */
+    size_t base;    /* where the stream begins in the slot */
+    size_t total;   /* bytes */
+    pthread_mutex_t mtx;
+    size_t next; /* the next chunk to move */
+    a2a_status st;
+    char err[1024]; /* the first failure's message */
+} rstream;
+
+/* rs_copy copies stream bytes [off, off + len) between buf and the user's slices (out: from the
+ * slices into buf). */
+static void
+rs_copy(const rstream *rs, size_t off, size_t len, uint8_t *buf, int out)
+{
+    size_t lo = 0, hi = rs->n; /* the slice that holds off: starts[j] <= off < starts[j + 1] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rs->starts[mid] <= off)
+            lo = mid;
+        else
+            hi = mid;
     }
-    r->data = NULL;
-    r->data_len = 0;
-    free(chunk);
-    return st;
+    for (size_t j = lo, done = 0; j < rs->n && done < len; j++) {
+        size_t in = off + done - rs->starts[j], b = rs->starts[j + 1] - rs->starts[j];
+        if (in >= b)
+            continue; /* an empty slice */
+        size_t k = b - in < len - done ? b - in : len - done;
+        uint8_t *u = rs->user + (size_t)rs->displs[j] * rs->es + in;
+        memcpy(out ? buf + done : u, out ? u : buf + done, k);
+        done += k;
+    }
 }
 
-/* remote_get gets the packed receive slices out of slot (from roff) in chunks and unpacks them
- * into args->recv_data. */
-static a2a_status
-remote_get(a2a_job *job, wire_remote *r, const a2a_alltoallv_args *args, size_t n, size_t roff,
-           size_t rbytes)
+/* rs_fail records the first failure of rs. */
+static void
+rs_fail(rstream *rs, a2a_status st, const char *msg)
 {
-    size_t es = a2a_dtype_size(args->dtype), got = 0, j = 0, in = 0; /* slice j, in bytes done */
-    a2a_status st = A2A_OK;
-
-    while (got < rbytes && st == A2A_OK) {
-        wire_remote rep;
-        uint8_t *keep = NULL;
-        r->offset = roff + got;
-        r->len = rbytes - got < WIRE_REMOTE_CHUNK ? rbytes - got : WIRE_REMOTE_CHUNK;
-        if ((st = remote_rpc(job, "RemoteGet", r, CLIENT_CALL_MS, &rep, &keep)) != A2A_OK)
-            break;
-        if (rep.data_len == 0 || rep.data_len > rbytes - got)
-            st = job_fail(job, A2A_ERR_INTERNAL, "RemoteGet returned %zu bytes", rep.data_len);
-        for (size_t p = 0; st == A2A_OK && p < rep.data_len && j < n;) {
-            size_t b = (size_t)args->recv_counts[j] * es;
-            size_t k = b - in < rep.data_len - p ? b - in : rep.data_len - p;
-            memcpy((char *)args->recv_data + (size_t)args->recv_displacements[j] * es + in,
-                   rep.data + p, k);
-            p += k;
-            in += k;
-            if (in == b)
-                j++, in = 0;
-        }
-        got += rep.data_len;
-        free(keep);
+    pthread_mutex_lock(&rs->mtx);
+    if (rs->st == A2A_OK) {
+        rs->st = st;
+        snprintf(rs->err, sizeof(rs->err), "%s", msg);
     }
-    r->len = 0;
-    return st;
+    pthread_mutex_unlock(&rs->mtx);
+}
+
+/* rs_mover moves chunks of rs until none is left or one failed. */
+static void *
+rs_mover(void *arg)
+{
+    rstream *rs = arg;
+    uint8_t *buf = rs->put ? malloc(WIRE_REMOTE_CHUNK) : NULL;
+    wire_remote r = rs->r;
+
+    if (rs->put && buf == NULL) {
+        rs_fail(rs, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    for (;;) {
+        msgpack_sbuffer sb;
+        uint8_t *rep = NULL;
+        size_t replen = 0, off, len;
+        char err[1024];
+        a2a_status st;
+
+        pthread_mutex_lock(&rs->mtx);
+        off = rs->next * (size_t)WIRE_REMOTE_CHUNK;
+        if (rs->st != A2A_OK || off >= rs->total) {
+            pthread_mutex_unlock(&rs->mtx);
+            break;
+        }
+        rs->next++;
+        pthread_mutex_unlock(&rs->mtx);
+        len = rs->total - off < WIRE_REMOTE_CHUNK ? rs->total - off : WIRE_REMOTE_CHUNK;
+        r.offset = rs->base + off;
+        if (rs->put) {
+            rs_copy(rs, off, len, buf, 1);
+            r.data = buf;
+            r.data_len = len;
+            r.len = 0;
+        } else {
+            r.data = NULL;
+            r.data_len = 0;
+            r.len = len;
+        }
+        msgpack_sbuffer_init(&sb);
+        if (wire_remote_encode(&sb, &r) != 0) {
+            msgpack_sbuffer_destroy(&sb);
+            rs_fail(rs, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+            break;
+        }
+        st = rpc_call(rs->job->cli, rs->put ? "RemotePut" : "RemoteGet", sb.data, sb.size,
+                      CLIENT_CALL_MS, &rep, &replen, err, sizeof(err));
+        msgpack_sbuffer_destroy(&sb);
+        if (st == A2A_OK && !rs->put) {
+            wire_remote got;
+            char why[256];
+            if (wire_remote_decode(&got, rep, replen, why, sizeof(why)) != 0) {
+                snprintf(err, sizeof(err), "bad RemoteGet reply: %s", why);
+                st = A2A_ERR_INTERNAL;
+            } else if (got.data_len != len) {
+                snprintf(err, sizeof(err), "RemoteGet returned %zu bytes, not %zu", got.data_len,
+                         len);
+                st = A2A_ERR_INTERNAL;
+            } else {
+                rs_copy(rs, off, len, (uint8_t *)got.data, 0);
+            }
+        }
+        free(rep);
+        if (st != A2A_OK) {
+            rs_fail(rs, st, err);
+            break;
+        }
+    }
+    free(buf);
+    return NULL;
+}
+
+/*
+ * remote_stream moves the send slices of args into the slot (put; at offset 0) or the
+ * receive slices out of it (at offset base), packed in the order of the ranks; bytes:
+ * their sum. The job's error holds the first failure's message.
+ */
+static a2a_status
+remote_stream(a2a_job *job, const wire_remote *r, const a2a_alltoallv_args *args, size_t n, int put,
+              size_t base, size_t bytes)
+{
+    const int64_t *counts = put ? args->send_counts : args->recv_counts;
+    rstream rs = {.job = job,
+                  .r = *r,
+                  .put = put,
+                  .user = put ? (uint8_t *)(uintptr_t)args->send_data : (uint8_t *)args->recv_data,
+                  .displs = put ? args->send_displacements : args->recv_displacements,
+                  .n = n,
+                  .es = a2a_dtype_size(args->dtype),
+                  .base = base,
+                  .total = bytes};
+    pthread_t t[CLIENT_REMOTE_WINDOW - 1];
+    size_t chunks = (bytes + WIRE_REMOTE_CHUNK - 1) / WIRE_REMOTE_CHUNK, nt = 0;
+
+    if (bytes == 0)
+        return A2A_OK;
+    if ((rs.starts = malloc((n + 1) * sizeof(size_t))) == NULL)
+        return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    rs.starts[0] = 0;
+    for (size_t j = 0; j < n; j++)
+        rs.starts[j + 1] = rs.starts[j] + (size_t)counts[j] * rs.es;
+    pthread_mutex_init(&rs.mtx, NULL);
+    for (; nt + 1 < chunks && nt < CLIENT_REMOTE_WINDOW - 1; nt++) /* the caller is one mover */
+        if (pthread_create(&t[nt], NULL, rs_mover, &rs) != 0)
+            break;
+    rs_mover(&rs);
+    for (size_t i = 0; i < nt; i++)
+        pthread_join(t[i], NULL);
+    pthread_mutex_destroy(&rs.mtx);
+    free(rs.starts);
+    if (rs.st == A2A_ERR_UNAVAILABLE && job->worker[0] != '\0' &&
+        strstr(rs.err, "worker ") != rs.err)
+        return job_fail(job, rs.st, "worker %s: %s", job->worker, rs.err);
+    if (rs.st != A2A_OK)
+        return job_fail(job, rs.st, "%s", rs.err);
+    return A2A_OK;
 }
 
 /*
  * remote_once runs w (the counts copied from args) on the remote session,
  * in slot: the send slices packed and put in chunks, the call, the receive
  * slices got in chunks and unpacked. *gone: the worker no longer knows the
- * session (it restarted), so attaching again and retrying is safe.
+ * session (it restarted, or our connection to it closed) before the call
+ * ran, so attaching again and retrying is safe.
  */
 static a2a_status
 remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args *args, int *gone)
@@ -809,12 +919,14 @@ remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args 
         job->slot_gen[slot] = gen;
         r.len = 0;
     }
-    if ((st = remote_put(job, &r, w, args, sbytes)) != A2A_OK)
+    if ((st = remote_stream(job, &r, args, n, 1, 0, sbytes)) != A2A_OK)
         goto out;
-    size_t off = 0;
+    size_t off = 0, roff_j = 0; /* the slices' displacements in the slot: packed */
     for (size_t j = 0; j < n; j++) {
-        w->counts[3 * n + j] = (int64_t)(off / es);
-        off += (size_t)w->counts[2 * n + j] * es;
+        w->counts[n + j] = (int64_t)(off / es);
+        off += (size_t)w->counts[j] * es;
+        w->counts[3 * n + j] = (int64_t)(roff_j / es);
+        roff_j += (size_t)w->counts[2 * n + j] * es;
     }
     w->send_addr = base;
     w->send_len = sbytes / es;
@@ -846,8 +958,10 @@ remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args 
         r.data_len = 0;
     }
     msgpack_sbuffer_destroy(&sb);
-    if (st == A2A_OK)
-        st = remote_get(job, &r, args, n, roff, rbytes);
+    if (st == A2A_OK) { /* the call ran: running it again would be another operation */
+        st = remote_stream(job, &r, args, n, 0, roff, rbytes);
+        return st;
+    }
 out:
     if (st == A2A_ERR_UNAVAILABLE && strstr(a2a_job_error(job), "has no remote session") != NULL)
         *gone = 1;

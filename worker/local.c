@@ -36,6 +36,14 @@
 
 typedef struct local_sess local_sess;
 
+/* What one memfd a local job handed over is, for ListJobs (its name says: liba2a's staging, or a
+ * shared buffer); informational only, nothing is decided by it. */
+typedef struct local_kind {
+    struct local_kind *next;
+    uint64_t addr;
+    int staging;
+} local_kind;
+
 struct local_sess {
     local_sess *next;
     local_srv *srv;
@@ -51,10 +59,12 @@ struct local_sess {
     /* a remote session (no socket, sock -1): its key, its staging, its users (under srv->mtx) */
     int remote;
     uint64_t rkey[2];
-    int64_t last_ms; /* its last call began or ended */
-    size_t rrefs;    /* calls using it now */
+    size_t rrefs; /* calls using it now */
     uint64_t slot_len[LOCAL_REMOTE_SLOTS];
-    uint64_t rbytes; /* staging held, in all slots */
+    uint64_t rbytes;   /* staging held, in all slots */
+    uint32_t pipe_id;  /* the RPC connection it came on: when that closes, the job is gone */
+    int gone;          /* out of s->live already: released when its last call ends */
+    local_kind *kinds; /* a local session's memfds (under srv->mtx) */
 };
 
 struct local_srv {
@@ -71,6 +81,8 @@ struct local_srv {
     size_t nlive, nunproved;
     uint64_t next_id;
     int stopping;
+    rpc_server *rpc; /* the TCP API whose connections remote sessions come on (local_watch) */
+    size_t nzombie;  /* remote sessions out of live whose calls (or release) are not over */
 };
 
 /* ---- replies ---- */
@@ -188,7 +200,7 @@ m_attach(local_sess *ls, rpc_ctx *ctx, const uint8_t *body, size_t len)
                         engine_name(s->e));
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += LOCAL_CLAIM_WAIT_MS / 1000;
-    remote_sweep(s); /* a remote job that went silent lets go of its rank */
+    remote_sweep(s); /* a remote job whose connection closed lets go of its rank */
     pthread_mutex_lock(&s->mtx);
     /* a holder whose connection just closed lets go at once: wait a little for that */
     while ((h = claim_holder(s, ls, j.world_rank)) != NULL &&
@@ -237,6 +249,47 @@ need_rank(local_sess *ls, rpc_ctx *ctx)
     return A2A_OK;
 }
 
+/* kind_note records the memfd fd just mapped at addr (fd -1: addr was unmapped). */
+static void
+kind_note(local_sess *ls, int fd, uint64_t addr)
+{
+    local_srv *s = ls->srv;
+    local_kind *k = NULL;
+    char link[64], name[128];
+    ssize_t n;
+
+    if (fd >= 0 && (k = calloc(1, sizeof(*k))) != NULL) {
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd); /* our own descriptor */
+        n = readlink(link, name, sizeof(name) - 1);
+        name[n > 0 ? n : 0] = '\0';
+        k->addr = addr;
+        k->staging = strstr(name, "memfd:a2a-staging") != NULL;
+    }
+    pthread_mutex_lock(&s->mtx);
+    for (local_kind **pp = &ls->kinds; *pp != NULL; pp = &(*pp)->next)
+        if ((*pp)->addr == addr) { /* unmapped, or replaced */
+            local_kind *old = *pp;
+            *pp = old->next;
+            free(old);
+            break;
+        }
+    if (k != NULL) {
+        k->next = ls->kinds;
+        ls->kinds = k;
+    }
+    pthread_mutex_unlock(&s->mtx);
+}
+
+static void
+kinds_free(local_sess *ls)
+{
+    while (ls->kinds != NULL) {
+        local_kind *k = ls->kinds;
+        ls->kinds = k->next;
+        free(k);
+    }
+}
+
 static a2a_status
 m_buffer(local_sess *ls, rpc_ctx *ctx, const uint8_t *body, size_t len, int fd, int map)
 {
@@ -249,8 +302,10 @@ m_buffer(local_sess *ls, rpc_ctx *ctx, const uint8_t *body, size_t len, int fd, 
         return A2A_ERR_INVALID_ARGUMENT;
     st = map ? shm_map(&ls->x, fd, b.addr, b.len, ctx->message, sizeof(ctx->message))
              : shm_unmap(&ls->x, b.addr, ctx->message, sizeof(ctx->message));
-    if (st == A2A_OK)
+    if (st == A2A_OK) {
+        kind_note(ls, map ? fd : -1, b.addr);
         wire_empty_encode(ctx->body);
+    }
     return st;
 }
 
@@ -375,7 +430,7 @@ remote_release(local_sess *ls)
     free(ls);
 }
 
-/* remote_unlink takes ls out of s->live (and its rank claim); under s->mtx. */
+/* remote_unlink takes ls out of s->live (and its rank claim: free at once); under s->mtx. */
 static void
 remote_unlink(local_srv *s, local_sess *ls)
 {
@@ -389,31 +444,114 @@ remote_unlink(local_srv *s, local_sess *ls)
     pthread_cond_broadcast(&s->cv);
 }
 
-/* remote_sweep drops the remote sessions idle for LOCAL_REMOTE_IDLE_MS (their job is gone). */
+/* remote_done: a remote session is over (its connection closed, or it detached), under s->mtx.
+ * Its rank is free at once; it is returned for remote_release when no call uses it, else its
+ * last call releases it (remote_put_ref). */
+static local_sess *
+remote_done(local_srv *s, local_sess *ls)
+{
+    remote_unlink(s, ls);
+    ls->gone = 1;
+    if (ls->rrefs > 0) {
+        s->nzombie++;
+        return NULL;
+    }
+    return ls;
+}
+
+/* remote_conn_live: the RPC connection of remote session ls is still up (or cannot be told);
+ * under s->mtx. */
+static int
+remote_conn_live(local_srv *s, const local_sess *ls)
+{
+    return s->rpc == NULL || ls->pipe_id == 0 || rpc_server_pipe_live(s->rpc, ls->pipe_id);
+}
+
+/* remote_sweep drops the remote sessions that detached or whose connection closed (the watcher,
+ * local_watch, drops those at once; this catches one it could not see). */
 static void
 remote_sweep(local_srv *s)
 {
-    local_sess *dead = NULL, *next;
-    int64_t now = rpc_now_ms();
+    local_sess *dead = NULL, *next, *d;
 
     pthread_mutex_lock(&s->mtx);
     for (local_sess *x = s->live; x != NULL; x = next) {
         next = x->next;
-        if (x->remote && x->rrefs == 0 && now - x->last_ms > LOCAL_REMOTE_IDLE_MS) {
-            remote_unlink(s, x);
-            x->next = dead;
-            dead = x;
+        if (x->remote && !remote_conn_live(s, x) && (d = remote_done(s, x)) != NULL) {
+            d->next = dead;
+            dead = d;
         }
     }
     pthread_mutex_unlock(&s->mtx);
     for (; dead != NULL; dead = next) {
         next = dead->next;
-        if (dead->last_ms != 0) /* else its job detached */
-            log_warn("remote session %llu (world rank %lld): no call for %d s, dropped",
-                     (unsigned long long)dead->x.id, (long long)dead->x.world_rank,
-                     LOCAL_REMOTE_IDLE_MS / 1000);
         remote_release(dead);
     }
+}
+
+/* release_main releases the sessions of a closed connection, off NNG's thread (unmapping waits
+ * for transfers still on their memory). */
+static void *
+release_main(void *arg)
+{
+    local_sess *dead = arg, *next;
+    local_srv *s = dead->srv;
+
+    for (; dead != NULL; dead = next) {
+        next = dead->next;
+        remote_release(dead);
+        pthread_mutex_lock(&s->mtx);
+        s->nzombie--;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mtx);
+    }
+    return NULL;
+}
+
+/* local_pipe_gone: RPC connection pipe_id closed (rpc_server_watch); the remote sessions that
+ * came on it let go of their ranks now, and of their memory once their calls are over. */
+static void
+local_pipe_gone(void *arg, uint32_t pipe_id)
+{
+    local_srv *s = arg;
+    local_sess *dead = NULL, *next, *d;
+    size_t n = 0;
+
+    pthread_mutex_lock(&s->mtx);
+    for (local_sess *x = s->live; x != NULL; x = next) {
+        next = x->next;
+        if (x->remote && x->pipe_id == pipe_id) {
+            log_info("remote session %llu (world rank %lld): its connection closed",
+                     (unsigned long long)x->x.id, (long long)x->x.world_rank);
+            if ((d = remote_done(s, x)) != NULL) {
+                d->next = dead;
+                dead = d;
+                n++;
+            }
+        }
+    }
+    s->nzombie += n; /* until release_main is through them */
+    pthread_mutex_unlock(&s->mtx);
+    if (dead != NULL) {
+        pthread_attr_t attr;
+        pthread_t t;
+        int rc;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        rc = pthread_create(&t, &attr, release_main, dead);
+        pthread_attr_destroy(&attr);
+        if (rc != 0)
+            release_main(dead); /* no thread: here, then */
+    }
+}
+
+void
+local_watch(local_srv *s, rpc_server *rpc)
+{
+    pthread_mutex_lock(&s->mtx);
+    s->rpc = rpc;
+    pthread_mutex_unlock(&s->mtx);
+    rpc_server_watch(rpc, local_pipe_gone, s);
 }
 
 /* remote_get finds the session r names (its key checked) and takes a reference; NULL with
@@ -429,14 +567,13 @@ remote_get(local_srv *s, const wire_remote *r, rpc_ctx *ctx)
             auth_equal((const uint8_t *)x->rkey, (const uint8_t *)r->key, sizeof(x->rkey))) {
             found = x;
             x->rrefs++;
-            x->last_ms = rpc_now_ms();
             break;
         }
     pthread_mutex_unlock(&s->mtx);
     if (found == NULL)
         rpc_fail(ctx, A2A_ERR_UNAVAILABLE,
-                 "worker %s has no remote session %llu (it restarted, or dropped an idle one): "
-                 "attach again",
+                 "worker %s has no remote session %llu (it restarted, or the job's connection "
+                 "closed): attach again",
                  engine_name(s->e), (unsigned long long)r->session);
     else if (r->slot >= LOCAL_REMOTE_SLOTS)
         rpc_fail(ctx, A2A_ERR_INVALID_ARGUMENT, "slot %llu: a remote session has %d",
@@ -444,13 +581,23 @@ remote_get(local_srv *s, const wire_remote *r, rpc_ctx *ctx)
     return found;
 }
 
+/* remote_put_ref ends a call's use of ls; the last call of a session that is over releases it. */
 static void
 remote_put_ref(local_srv *s, local_sess *ls)
 {
+    int release;
     pthread_mutex_lock(&s->mtx);
     ls->rrefs--;
-    ls->last_ms = rpc_now_ms();
+    release = ls->gone && ls->rrefs == 0;
+    pthread_cond_broadcast(&s->cv); /* local_free may wait for the calls */
     pthread_mutex_unlock(&s->mtx);
+    if (release) {
+        remote_release(ls);
+        pthread_mutex_lock(&s->mtx);
+        s->nzombie--;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mtx);
+    }
 }
 
 a2a_status
@@ -460,6 +607,7 @@ local_remote_attach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
     wire_remote r = {0};
     local_sess *ls, *h;
     a2a_status st = A2A_OK;
+    int64_t until = rpc_now_ms() + LOCAL_CLAIM_WAIT_MS;
 
     if (wire_job_id_decode(&j, body, len, ctx->message, sizeof(ctx->message)) != 0)
         return A2A_ERR_INVALID_ARGUMENT;
@@ -467,7 +615,6 @@ local_remote_attach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
         return rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED,
                         "world rank %lld is not a rank of worker %s", (long long)j.world_rank,
                         engine_name(s->e));
-    remote_sweep(s);
     if ((ls = calloc(1, sizeof(*ls))) == NULL)
         return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     ls->srv = s;
@@ -477,14 +624,23 @@ local_remote_attach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
     ls->x.world_rank = j.world_rank;
     ls->x.pid = 0;
     ls->x.uid = (uid_t)-1;
+    ls->pipe_id = ctx->server != NULL ? (uint32_t)nng_pipe_id(ctx->pipe) : 0;
     uint8_t nonce[AUTH_NONCE_LEN];
     auth_nonce(nonce);
     memcpy(ls->rkey, nonce, sizeof(ls->rkey));
     pthread_mutex_init(&ls->x.mtx, NULL);
     pthread_cond_init(&ls->x.cv, NULL);
     pthread_mutex_init(&ls->wmtx, NULL);
-    pthread_mutex_lock(&s->mtx);
-    if ((h = claim_holder(s, ls, j.world_rank)) != NULL) {
+    /* a holder whose connection just closed lets go at once; NNG may tell us a little later */
+    for (;;) {
+        remote_sweep(s);
+        pthread_mutex_lock(&s->mtx);
+        if ((h = claim_holder(s, ls, j.world_rank)) == NULL || rpc_now_ms() >= until)
+            break;
+        pthread_mutex_unlock(&s->mtx);
+        usleep(20000);
+    }
+    if (h != NULL) {
         st = rpc_fail(ctx, A2A_ERR_ALREADY_EXISTS,
                       "world rank %lld is held by another live job (%s session %llu): one job "
                       "per rank",
@@ -492,13 +648,18 @@ local_remote_attach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
                       (unsigned long long)h->x.id);
     } else if (s->nlive >= LOCAL_MAX_SESSIONS) {
         st = rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "too many sessions");
+    } else if (!remote_conn_live(s, ls)) { /* the watcher would never see it go */
+        st = rpc_fail(ctx, A2A_ERR_UNAVAILABLE, "the job's connection closed");
     } else {
         ls->x.id = ++s->next_id;
         ls->claimed = 1;
-        ls->last_ms = rpc_now_ms();
         ls->next = s->live;
         s->live = ls;
         s->nlive++;
+        /* ls is the session's from here: its connection may close and free it at once */
+        r.session = ls->x.id;
+        r.key[0] = ls->rkey[0];
+        r.key[1] = ls->rkey[1];
     }
     pthread_mutex_unlock(&s->mtx);
     if (st != A2A_OK) {
@@ -509,10 +670,7 @@ local_remote_attach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
         return st;
     }
     log_info("remote session %llu: world rank %lld (its slices come over its TCP connection)",
-             (unsigned long long)ls->x.id, (long long)j.world_rank);
-    r.session = ls->x.id;
-    r.key[0] = ls->rkey[0];
-    r.key[1] = ls->rkey[1];
+             (unsigned long long)r.session, (long long)j.world_rank);
     if (wire_remote_encode(ctx->body, &r) != 0)
         return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     return A2A_OK;
@@ -530,10 +688,10 @@ local_remote_detach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
     if ((ls = remote_get(s, &r, ctx)) == NULL)
         return A2A_ERR_UNAVAILABLE;
     pthread_mutex_lock(&s->mtx);
-    ls->rrefs--;
-    ls->last_ms = 0; /* the next sweep (or this one) drops it once its calls are over */
+    if (!ls->gone)
+        (void)remote_done(s, ls); /* NULL: this call still uses it */
     pthread_mutex_unlock(&s->mtx);
-    remote_sweep(s);
+    remote_put_ref(s, ls); /* the last user releases it */
     wire_empty_encode(ctx->body);
     return A2A_OK;
 }
@@ -648,6 +806,46 @@ local_remote_call(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
     remote_put_ref(s, ls);
     wire_a2av_reply_encode(ctx->body, next); /* with a failure too: the job's next number */
     return st;
+}
+
+a2a_status
+local_list(local_srv *s, rpc_ctx *ctx)
+{
+    wire_job_list l = {0};
+    int rc;
+
+    pthread_mutex_lock(&s->mtx);
+    if ((l.jobs = calloc(s->nlive > 0 ? s->nlive : 1, sizeof(*l.jobs))) == NULL) {
+        pthread_mutex_unlock(&s->mtx);
+        return rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    for (local_sess *x = s->live; x != NULL && l.n < s->nlive; x = x->next) {
+        wire_job_info *j = &l.jobs[l.n];
+        if (!x->claimed)
+            continue;
+        j->session = x->x.id;
+        j->world_rank = x->x.world_rank;
+        j->pid = x->remote ? -1 : (int64_t)x->x.pid;
+        j->uid = x->remote ? -1 : (int64_t)x->x.uid;
+        if (x->remote) {
+            for (int i = 0; i < LOCAL_REMOTE_SLOTS; i++)
+                j->staging += x->slot_len[i] > 0;
+            j->calls = x->rrefs;
+        } else {
+            for (local_kind *k = x->kinds; k != NULL; k = k->next)
+                *(k->staging ? &j->staging : &j->shared) += 1;
+            j->calls = x->ncalls;
+        }
+        snprintf(j->mode, sizeof(j->mode), "%s",
+                 x->remote       ? "remote"
+                 : j->shared > 0 ? "shared"
+                                 : "staging");
+        l.n++;
+    }
+    pthread_mutex_unlock(&s->mtx);
+    rc = wire_job_list_encode(ctx->body, &l);
+    wire_job_list_fini(&l);
+    return rc != 0 ? rpc_fail(ctx, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory") : A2A_OK;
 }
 
 uint64_t
@@ -787,6 +985,7 @@ local_main(void *arg)
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mtx);
     close(ls->sock);
+    kinds_free(ls);
     pthread_mutex_destroy(&ls->wmtx);
     pthread_cond_destroy(&ls->x.cv);
     pthread_mutex_destroy(&ls->x.mtx);
@@ -987,6 +1186,8 @@ local_free(local_srv *s)
     if (s == NULL)
         return;
     __atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
+    if (s->rpc != NULL)
+        rpc_server_watch(s->rpc, NULL, NULL); /* no local_pipe_gone from here on */
     if (s->lsock >= 0) {
         shutdown(s->lsock, SHUT_RDWR); /* wakes accept */
         pthread_join(s->acceptor, NULL);
@@ -1008,7 +1209,7 @@ local_free(local_srv *s)
             pthread_mutex_lock(&s->mtx);
             continue;
         }
-        if (s->nlive == 0)
+        if (s->nlive == 0 && s->nzombie == 0)
             break;
         pthread_cond_wait(&s->cv, &s->mtx);
     }

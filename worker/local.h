@@ -28,11 +28,10 @@
 #define LOCAL_FRAME_PREAUTH 4096   /* largest frame before the token is proved */
 #define LOCAL_CLAIM_WAIT_MS 1000   /* how long Attach waits for a closing holder of the rank */
 #define LOCAL_FRAME_MAX (5u << 20) /* largest frame: an RPC body and its envelope */
-/* remote sessions: staging slots (calls at once), bytes held here for one, idle limit, and the
- * job-view address of slot i, (i + 1) * LOCAL_REMOTE_SLOT_SPAN */
+/* remote sessions: staging slots (calls at once), bytes held here for one, and the job-view
+ * address of slot i, (i + 1) * LOCAL_REMOTE_SLOT_SPAN */
 #define LOCAL_REMOTE_SLOTS WIRE_REMOTE_SLOTS
 #define LOCAL_REMOTE_MAX (1ull << 30)
-#define LOCAL_REMOTE_IDLE_MS 30000
 #define LOCAL_REMOTE_SLOT_SPAN WIRE_REMOTE_SLOT_SPAN
 
 typedef struct local_srv local_srv;
@@ -52,9 +51,10 @@ a2a_status local_alloc(local_srv **out, const char *path, engine *e, chan_set *c
  * each) into staging the worker holds for it (at most LOCAL_REMOTE_MAX
  * bytes, in LOCAL_REMOTE_SLOTS slots, one per call at once), mapped into the
  * session like a local job's memfd; a call then runs on it as on a local
- * job's. The session holds its rank like a local one; with no call for
- * LOCAL_REMOTE_IDLE_MS (its job is gone), it is dropped. These are the TCP
- * API's handlers for them (api.c).
+ * job's. The session holds its rank like a local one, for as long as the
+ * RPC connection it attached on is up: when that closes (the job ended or
+ * died), its rank is free at once and its staging is unmapped once its calls
+ * are over (local_watch). These are the TCP API's handlers for them (api.c).
  */
 a2a_status local_remote_attach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len);
 a2a_status local_remote_detach(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len);
@@ -65,6 +65,13 @@ a2a_status local_remote_call(local_srv *s, rpc_ctx *ctx, const uint8_t *body, si
 /* local_set_key: the token jobs prove from now on (SIGHUP); sessions that proved the old one
  * stay. -1 when the worker has no token. */
 int local_set_key(local_srv *s, const auth_key *key);
+/* local_watch ties remote sessions to their connections of rpc, the TCP API (borrowed; call
+ * once, right after the server starts; local_free unties them). */
+void local_watch(local_srv *s, rpc_server *rpc);
+
+/* local_list answers ListJobs: every session that holds a rank, with its mode (remote, shared:
+ * a local job that handed over shared buffers, staging: a local job with plain buffers only). */
+a2a_status local_list(local_srv *s, rpc_ctx *ctx);
 
 /* local_free stops listening, closes every session, waits for their threads, unlinks the socket
  * file and frees s; NULL is fine. */

@@ -91,6 +91,7 @@ serve(const cfg_cluster *cfg, const char *name)
         secure_fini(&sec);
         return 1;
     }
+    local_watch(loc, srv); /* a remote job lets go of its rank when its connection closes */
     printf("listening on %s data %s\n", rpc_server_url(srv), engine_data_url(e));
     fflush(stdout);
     log_info("worker %s: ranks %lld..%lld, api %s, links %s, local socket %s", name,

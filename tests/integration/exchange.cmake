@@ -108,5 +108,5 @@ a2a_exchange_remote_test(big 2x2)
 add_test(NAME integration.worker_restart.remote
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_worker_restart.sh
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:exchange_check>)
-set_tests_properties(integration.worker_restart.remote PROPERTIES TIMEOUT 120 LABELS integration
+set_tests_properties(integration.worker_restart.remote PROPERTIES TIMEOUT 300 LABELS integration
   ENVIRONMENT "A2A_JOB_MODE=remote")

@@ -14,6 +14,8 @@
  *   big                ~48 MiB per rank, uneven
  *   loop SECONDS [GROUP]  verified operations until SECONDS pass, surviving
  *                      errors, on the world group or GROUP (every rank a member)
+ *   loop-shared SECONDS  the same on the world group, in buffers from
+ *                      a2a_buffer_alloc (most calls)
  *   recreate           (4 ranks) rank 0 destroys group "rg" (0 1 2 3) and creates
  *                      it again as (3 1): calls with the old size are refused
  *                      (INVALID_ARGUMENT, PERMISSION_DENIED for ranks left out) on
@@ -1348,7 +1350,8 @@ main(int argc, char **argv)
     if (argc < 2 || env_n == NULL || env_r == NULL) {
         fprintf(stderr,
                 "usage: exchange_check random SEED ITERS | invalid | mismatch | threads |"
-                " deadline | big | huge | loop SECONDS [GROUP] | recreate  (under a2a-launch)\n");
+                " deadline | big | huge | loop SECONDS [GROUP] | loop-shared SECONDS | recreate"
+                "  (under a2a-launch)\n");
         return 2;
     }
     mode = argv[1];
@@ -1382,7 +1385,10 @@ main(int argc, char **argv)
         orphan_child(job);
     else if (strcmp(mode, "loop") == 0 && (argc == 3 || argc == 4))
         bad = loop_mode(job, atoll(argv[2]), argc == 4 ? argv[3] : NULL);
-    else if (strcmp(mode, "recreate") == 0)
+    else if (strcmp(mode, "loop-shared") == 0 && argc == 3) { /* loop, in shared buffers */
+        shared_mode = 1;
+        bad = loop_mode(job, atoll(argv[2]), NULL);
+    } else if (strcmp(mode, "recreate") == 0)
         bad = recreate_mode(job, N);
     else {
         say("unknown mode or wrong arguments");

@@ -541,11 +541,12 @@ GONE_PID=$CPID
 kill -TERM "$GONE_PID" 2>/dev/null || true
 wait_exit "$GONE_PID" 5
 T0=$(date +%s%N)
-ctl --coordinator "${GONE_URL:-tcp://127.0.0.1:1}" health
+# --timeout bounds the wait for a connection (the coordinator may be starting): all of it
+ctl --coordinator "${GONE_URL:-tcp://127.0.0.1:1}" --timeout 2000 health
 T1=$(date +%s%N)
 MS=$(((T1 - T0) / 1000000))
 expect_err "unreachable coordinator: exit 1 with UNAVAILABLE and the reason" 1 \
-    '^a2a-ctl: health: UNAVAILABLE: cannot reach tcp://[0-9.:]+: Connection refused'
+    '^a2a-ctl: health: UNAVAILABLE: cannot reach tcp://[0-9.:]+ in [0-9]+ ms: Connection refused'
 if [ "$MS" -lt 5000 ]; then
     pass "unreachable coordinator fails within 5 s (${MS} ms)"
 else

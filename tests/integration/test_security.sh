@@ -222,6 +222,8 @@ echo "token cluster: coordinator ${ports[0]}, node-a ${ports[1]}/${ports[2]}, no
 
 echo "a2a-ctl:"
 ctl_expect PERMISSION_DENIED "health without a token" --coordinator "$(coord_url)" health
+grep -q "authentication required.*--token-file FILE" <<<"$ctl_out" ||
+    fail "a2a-ctl without the token is not told of --token-file: $ctl_out"
 ctl_expect PERMISSION_DENIED "health with a wrong token" --coordinator "$(coord_url)" \
     --token-file "$dir/wrong-token" health
 grep -qi "wrong token" <<<"$ctl_out" || fail "the wrong-token refusal does not say so: $ctl_out"
@@ -238,6 +240,9 @@ unset A2A_TOKEN_FILE
 why=$(one_job "$dir/notoken.log" 0 0)
 echo "  a job without the token: $why"
 grep -q "a2a_job_open: PERMISSION_DENIED" <<<"$why" || fail "a job without the token: $why"
+# a job has no --token-file: it is told of the variable it reads
+grep -q "authentication required.*A2A_TOKEN_FILE" <<<"$why" && ! grep -q -- "--token-file" <<<"$why" ||
+    fail "a job without the token is not told of A2A_TOKEN_FILE (alone): $why"
 why=$(A2A_TOKEN_FILE=$token one_job "$dir/otherrank.log" 2 0)
 echo "  a job claiming rank 2 on node-a: $why"
 grep -q "a2a_job_open: PERMISSION_DENIED" <<<"$why" || fail "a job claiming rank 2 on node-a: $why"
@@ -373,7 +378,7 @@ ctl_tls() { # WANT WHAT ENV...
     if [ "$want" = ok ]; then
         ((rc == 0))
     else # refused, and the message says it was the TLS handshake
-        ((rc == 1)) && [[ "$out" == *"cannot reach $(coord_url): TLS handshake failed"* ]]
+        ((rc == 1)) && [[ "$out" == *"cannot reach $(coord_url) in "*" ms: TLS handshake failed"* ]]
     fi
 }
 tls_check "health with a good client certificate" ctl_tls ok "good certificate" "${good[@]}"

@@ -6,7 +6,8 @@
 #   launch   a2a-launch -np, the failing rank named, A2A_LOCAL_RANK/SIZE, stderr
 #            apart from stdout, --keep creating DIR, A2A_LAUNCH_VERBOSE=0|1
 #   ctl      a2a-ctl options after the command, --json errors, TLS flags, URL
-#            without a scheme, --timeout while connecting
+#            without a scheme, --timeout while connecting, the reasons why a URL
+#            cannot be reached (not an a2a service, TLS on one side)
 #   sighup   a worker that gets SIGHUP logs it and keeps serving
 #   compare  bench/compare.sh without ../shared: MPI columns filled, summary.md
 #            written; without Open MPI it stops with one line
@@ -180,6 +181,79 @@ open(sys.argv[1], "w").write(str(s.getsockname()[1])); time.sleep(30)' "$tmp/por
     else
         bad "--timeout 500 on a silent port: status $rc after $ms ms"; cat "$tmp/to"
     fi
+    # a long --timeout is honoured while connecting (the wait was capped near 2 s)
+    t0=$(date +%s%N)
+    "$ctl" health --coordinator "tcp://127.0.0.1:$p" --timeout 4000 >"$tmp/to" 2>&1
+    rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
+    if [ "$rc" = 1 ] && [ "$ms" -ge 3700 ] && [ "$ms" -lt $((4000 + bound + 2 * start_ms)) ] &&
+        grep -q "in [0-9]* ms: it accepts connections but does not answer" "$tmp/to"; then
+        ok "--timeout 4000 on a silent port: waits it out ($ms ms) and says it does not answer"
+    else
+        bad "--timeout 4000 on a silent port: status $rc after $ms ms"; cat "$tmp/to"
+    fi
+    reasons "$url"
+}
+
+# peer_http PORTFILE: for 30 s, a TCP peer on a free port (written to PORTFILE) that answers
+# every connection like an HTTP proxy
+peer_http() {
+    python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+s.settimeout(1)
+end = time.time() + 30
+while time.time() < end:
+    try: c, _ = s.accept()
+    except socket.timeout: continue
+    c.recv(64); c.sendall(b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n"); c.close()' "$1" &
+    pids+=($!)
+    for _ in $(seq 100); do [ -s "$1" ] && break; sleep 0.05; done
+}
+
+# reasons PLAIN_URL: why a2a-ctl cannot reach a URL, said as what is really wrong
+# (PLAIN_URL: a coordinator without TLS)
+reasons() {
+    local plain=$1 p turl=""
+    peer_http "$tmp/http.port"
+    p=$(cat "$tmp/http.port")
+    expect "something else answers (a proxy)" 1 \
+        'something that is not an a2a service answers there \(it said "HTTP/1.1"\): the wrong host or port, or a proxy' \
+        "$ctl" health --coordinator "tcp://127.0.0.1:$p" --timeout 1500
+    # TLS on one side only
+    command -v openssl >/dev/null || { bad "openssl is needed for the TLS reasons"; return; }
+    (
+        cd "$tmp" || exit 1
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key \
+            -out ca.crt -days 2 -subj "/CN=a2a test ca" -addext "basicConstraints=critical,CA:TRUE" \
+            -addext "keyUsage=keyCertSign,cRLSign" &&
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout node.key \
+                -out node.csr -subj "/CN=localhost" &&
+            printf '%s\n' "subjectAltName=IP:127.0.0.1" "basicConstraints=CA:FALSE" \
+                "extendedKeyUsage=serverAuth,clientAuth" >node.ext &&
+            openssl x509 -req -in node.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out node.crt \
+                -days 2 -extfile node.ext
+    ) >"$tmp/openssl.out" 2>&1 || { bad "openssl: $(cat "$tmp/openssl.out")"; return; }
+    printf '%s\n' "coordinator:" "  url: tls+tcp://127.0.0.1:1" "workers:" "  - name: w0" \
+        "    url: tls+tcp://127.0.0.1:2" "    data_url: tls+tcp://127.0.0.1:3" "    ranks: 1" \
+        "security:" "  tls:" "    cert: $tmp/node.crt" "    key: $tmp/node.key" \
+        "    ca: $tmp/ca.crt" >"$tmp/tls.yaml"
+    "$coord" --config "$tmp/tls.yaml" --listen tls+tcp://127.0.0.1:0 >"$tmp/tls.out" 2>"$tmp/tls.err" &
+    pids+=($!)
+    for _ in $(seq 100); do
+        turl=$(sed -n 's/^listening on //p' "$tmp/tls.out")
+        [ -n "$turl" ] && break
+        sleep 0.05
+    done
+    [ -n "$turl" ] || { bad "the TLS coordinator did not start: $(cat "$tmp/tls.err")"; return; }
+    local tls=(--tls-cert "$tmp/node.crt" --tls-key "$tmp/node.key" --tls-ca "$tmp/ca.crt")
+    expect "TLS coordinator, TLS client: serving" 0 "SERVING" "$ctl" health --coordinator "$turl" "${tls[@]}"
+    expect "tcp:// to a TLS port says so" 1 \
+        "it speaks TLS and closed our plain connection: use tls\+${turl#tls+} with the TLS settings" \
+        "$ctl" health --coordinator "${turl#tls+}" --timeout 1500
+    expect "tls+tcp:// to a plain port says so" 1 \
+        "it is a plain \(not TLS\) a2a port: use ${plain}, or turn TLS on there" \
+        "$ctl" health --coordinator "tls+$plain" --timeout 1500 "${tls[@]}"
 }
 
 sighup() {

@@ -42,12 +42,13 @@ enum kind {
     K_EMPTY,
     K_A2AV,
     K_A2AV_REPLY,
+    K_JOB_LIST,
     K_COUNT
 };
 
 static const char *const kind_names[K_COUNT] = {
-    "request",    "reply",  "group name", "create",    "group",
-    "group list", "health", "empty",      "AllToAllV", "AllToAllV reply",
+    "request", "reply", "group name", "create",          "group",    "group list",
+    "health",  "empty", "AllToAllV",  "AllToAllV reply", "job list",
 };
 
 /*
@@ -108,6 +109,18 @@ decode_kind(enum kind k, const void *buf, size_t len, char *err, size_t errlen)
     case K_HEALTH: {
         wire_health h;
         rc = wire_health_decode(&h, copy, len, err, errlen);
+        break;
+    }
+    case K_JOB_LIST: {
+        wire_job_list l;
+        rc = wire_job_list_decode(&l, copy, len, err, errlen);
+        if (rc != 0)
+            CU_ASSERT(l.jobs == NULL && l.n == 0);
+        if (rc == 0 && l.n == 2) /* the valid one of encode_valid */
+            CU_ASSERT(l.jobs[0].world_rank == 3 && strcmp(l.jobs[0].mode, "shared") == 0 &&
+                      l.jobs[0].pid == 4242 && l.jobs[1].pid == -1 &&
+                      strcmp(l.jobs[1].mode, "remote") == 0 && l.jobs[1].staging == 2);
+        wire_job_list_fini(&l);
         break;
     }
     case K_EMPTY: rc = wire_empty_decode(copy, len, err, errlen); break;
@@ -214,6 +227,25 @@ encode_valid(enum kind k, msgpack_sbuffer *sb)
                          .uptime_ms = 12345,
                          .config = "/etc/a2a.yaml"};
         rc = wire_health_encode(sb, &h);
+        break;
+    }
+    case K_JOB_LIST: {
+        wire_job_info jobs[2] = {{.session = 7,
+                                  .world_rank = 3,
+                                  .mode = "shared",
+                                  .pid = 4242,
+                                  .uid = 1000,
+                                  .shared = 1,
+                                  .staging = 1},
+                                 {.session = 9,
+                                  .world_rank = 2,
+                                  .mode = "remote",
+                                  .pid = -1,
+                                  .uid = -1,
+                                  .staging = 2,
+                                  .calls = 1}};
+        wire_job_list l = {.n = 2, .jobs = jobs};
+        rc = wire_job_list_encode(sb, &l);
         break;
     }
     case K_EMPTY: rc = wire_empty_encode(sb); break;
