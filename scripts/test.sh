@@ -104,7 +104,7 @@ stage_asan() {
 
 TSAN_TESTS='unit\.(rpc|auth|group)|integration\.'
 # the fault tests (label faults) run shorter under the sanitizers: fewer restart rounds
-SANITIZED_FAULTS="env RACE_ROUNDS=20 RACE_PERSISTENT_ROUNDS=10 RACE_BUDGET_S=150 RACE_TIMEOUT_MS=8000"
+SANITIZED_FAULTS="env RACE_ROUNDS=20 RACE_PERSISTENT_ROUNDS=10 RACE_BUDGET_S=150 RACE_TIMEOUT_MS=8000 OP_RANDOM_RUNS=300 OP_EXHAUSTIVE_CAP=3000"
 tsan_ctest() {
     local opts=halt_on_error=1:second_deadlock_stack=1
     # libnng is not built with TSan: tests/tsan.supp silences what it does inside.
@@ -151,7 +151,7 @@ stage_valgrind() {
         if [ ! -f "$t" ] || [ ! -x "$t" ]; then continue; fi
         ran=$((ran + 1))
         rc=0
-        timeout 900 valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
+        OP_SMALL=1 timeout 900 valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --error-exitcode=1 -q "$t" >"$LOGDIR/valgrind.log" 2>&1 </dev/null || rc=$?
         if [ "$rc" -eq 0 ]; then
             echo "ok   - valgrind $t"

@@ -112,6 +112,16 @@ hostile(sim *S, input *in)
 }
 
 int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    setenv("A2A_LOG_LEVEL", "error", 1); /* every failed operation logs a line at info */
+    log_init("fuzz_op");
+    return 0;
+}
+
+int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const int shapes[][MAXN] = {{0, 1, 0, 0}, {0, 0, 1, 0}, {0, 1, 2, 0}, {0, 0, 1, 2}};
@@ -123,8 +133,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 1)
         return 0;
-    if (!log_enabled(LOG_ERROR)) {
-    }
     uint8_t cfg = take(&in);
     size_t shape = cfg % 4, K = 1 + (cfg >> 2) % MAXK;
     int faults = (cfg >> 4) % 4;

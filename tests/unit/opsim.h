@@ -18,8 +18,8 @@
 
 #define MAXW 3
 #define MAXN 4
-#define MAXK 3   /* calls per rank */
-#define MAXQ 256 /* frames queued on one link */
+#define MAXK 3       /* calls per rank */
+#define MAXQ 256     /* frames queued on one link */
 #define CHUNK (2400) /* bytes of a DATA frame: slices of 600 int64 go in two */
 
 typedef struct {
@@ -34,8 +34,8 @@ typedef struct {
 } queue;
 
 typedef struct {
-    int w;            /* its worker */
-    op_call oc;       /* in the machine while in a call */
+    int w;      /* its worker */
+    op_call oc; /* in the machine while in a call */
     int64_t counts[MAXK][4 * MAXN];
     int64_t *sendbuf[MAXK], *recvbuf[MAXK];
     int64_t send_len[MAXK], recv_len[MAXK];
@@ -69,11 +69,11 @@ typedef struct {
     rank r[MAXN];
     stream st[MAXW][64];
     size_t nst[MAXW];
-    int faults;       /* faults allowed in this run */
-    int faulted;      /* faults that happened */
-    int hostile;      /* frames no worker sent were delivered (fuzz_op.c): data is unchecked */
+    int faults;         /* faults allowed in this run */
+    int faulted;        /* faults that happened */
+    int hostile;        /* frames no worker sent were delivered (fuzz_op.c): data is unchecked */
     int restarts[MAXW]; /* times each worker restarted (its incarnation) */
-    char err[512];    /* the first broken invariant */
+    char err[512];      /* the first broken invariant */
 } sim;
 
 static const char *wnames[MAXW] = {"w0", "w1", "w2"};
@@ -84,8 +84,7 @@ elem(uint64_t num, int64_t s, int64_t d, int64_t i)
     return (int64_t)((num << 40) | ((uint64_t)s << 32) | ((uint64_t)d << 24) | (uint64_t)i);
 }
 
-static void
-bad(sim *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bad(sim *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void
 bad(sim *S, const char *fmt, ...)
 {
@@ -243,8 +242,13 @@ run(sim *S, int w, op_out *o)
         case OPA_SEND: enqueue(S, w, a.peer, &a.f, a.payload, a.plen); break;
         case OPA_STREAM: {
             stream *st = &S->st[w][S->nst[w]++];
-            *st = (stream){.s = a.s, .d = a.d, .rank = (int)a.s, .peer = a.peer, .off = a.off,
-                           .len = a.len, .live = 1};
+            *st = (stream){.s = a.s,
+                           .d = a.d,
+                           .rank = (int)a.s,
+                           .peer = a.peer,
+                           .off = a.off,
+                           .len = a.len,
+                           .live = 1};
             break;
         }
         case OPA_COPY:
@@ -354,7 +358,8 @@ arrive(sim *S, int i)
             R->sendbuf[k][R->counts[k][S->n + d] + x] = elem(num, i, (int64_t)d, x);
     R->num[k] = num;
     if (getenv("OP_TRACE"))
-        fprintf(stderr, "    -> rank %d call %d is operation %llu\n", i, k, (unsigned long long)num);
+        fprintf(stderr, "    -> rank %d call %d is operation %llu\n", i, k,
+                (unsigned long long)num);
     R->in_call = 1;
     memset(&R->oc, 0, sizeof(R->oc));
     R->oc.num = num;
@@ -422,8 +427,8 @@ ret(sim *S, int i)
     op_out o;
 
     if (R->oc.sends_left > S->n || R->oc.recvs_left > S->n)
-        bad(S, "rank %d: counters out of range (%zu sends, %zu receives left)", i,
-            R->oc.sends_left, R->oc.recvs_left);
+        bad(S, "rank %d: counters out of range (%zu sends, %zu receives left)", i, R->oc.sends_left,
+            R->oc.recvs_left);
     R->oc.finished = 1;
     op_out_init(&o);
     for (size_t j = 0; j < S->nst[R->w]; j++) /* link_drop_call */
@@ -438,8 +443,8 @@ ret(sim *S, int i)
     R->job_failed = op->status != A2A_OK;
     group_seq_end(&g->seq, (size_t)R->oc.lidx, R->num[k], op->status);
     if (op->left >= op->arrived)
-        bad(S, "operation %" PRIu64 " at w%d: %zu left of %zu arrived", op->num, R->w,
-            op->left + 1, op->arrived);
+        bad(S, "operation %" PRIu64 " at w%d: %zu left of %zu arrived", op->num, R->w, op->left + 1,
+            op->arrived);
     (void)op_leave(op, &R->oc);
     op_out_fini(&o);
 }
@@ -636,16 +641,19 @@ fire(sim *S, const event *e)
 {
     op_out o;
     if (getenv("OP_TRACE")) {
-        static const char *nm[] = {"arrive", "deliver", "chunk", "copy", "return", "deadline",
-                                   "loss", "restart"};
+        static const char *nm[] = {"arrive", "deliver",  "chunk", "copy",
+                                   "return", "deadline", "loss",  "restart"};
         if (e->type == EV_DELIVER) {
             const frame *f = &S->q[e->a][e->b].m[S->q[e->a][e->b].head].f;
-            fprintf(stderr, "  deliver w%d->w%d type %d op %llu src %lld dst %lld count %lld resync %llu st %d\n",
+            fprintf(stderr,
+                    "  deliver w%d->w%d type %d op %llu src %lld dst %lld count %lld resync %llu "
+                    "st %d\n",
                     e->a, e->b, f->type, (unsigned long long)f->id.op, (long long)f->src,
-                    (long long)f->dst, (long long)f->count, (unsigned long long)f->resync, f->status);
+                    (long long)f->dst, (long long)f->count, (unsigned long long)f->resync,
+                    f->status);
         } else if (e->type == EV_ARRIVE)
-            fprintf(stderr, "  arrive rank %d call %d job_next %lld failed %d\n", e->a, S->r[e->a].k,
-                    (long long)S->r[e->a].job_next, S->r[e->a].job_failed);
+            fprintf(stderr, "  arrive rank %d call %d job_next %lld failed %d\n", e->a,
+                    S->r[e->a].k, (long long)S->r[e->a].job_next, S->r[e->a].job_failed);
         else
             fprintf(stderr, "  %s %d %d\n", nm[e->type], e->a, e->b);
     }
@@ -720,7 +728,7 @@ mix_bytes(uint64_t h, const void *p, size_t n)
     return mix64(h, n);
 }
 
-static uint64_t
+__attribute__((unused)) static uint64_t
 fingerprint(const sim *S)
 {
     uint64_t h = mix64(0, (uint64_t)S->faulted);
@@ -808,7 +816,7 @@ typedef struct {
 } fpset;
 
 /* fpset_add: 1 when fp is new (and now in), 0 when it was there */
-static int
+__attribute__((unused)) static int
 fpset_add(fpset *s, uint64_t fp)
 {
     if (2 * (s->n + 1) > s->cap) {
@@ -851,7 +859,7 @@ typedef struct {
 /* run_once plays one schedule: picks from p (and 0 past its end, recording options) or random
  * (rnd != NULL). With seen, a state reached past the replayed prefix that was seen before ends
  * the run (its futures were explored from there). Returns 0, or -1 with err. */
-static int
+__attribute__((unused)) static int
 run_once(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned mix, path *p,
          unsigned *rnd, fpset *seen, char *err, size_t errlen)
 {
@@ -909,6 +917,5 @@ run_once(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned m
     free(S);
     return rc;
 }
-
 
 #endif

@@ -25,7 +25,6 @@
 #include "cu_main.h"
 #include "opsim.h"
 
-
 /* ---- directed: one worker (w0) with group rank 0, rank 1 on w1, frames fed by hand ---- */
 
 typedef struct {
@@ -274,7 +273,7 @@ test_eager_before(void)
     s.payload = bytes;
     s.payload_len = 24;
     op_frame(&t.o, t.g, 1, 11, &s); /* before rank 0's call: it makes operation 0 */
-    CU_ASSERT_PTR_NULL(s.payload);   /* taken */
+    CU_ASSERT_PTR_NULL(s.payload);  /* taken */
     CU_ASSERT_EQUAL(t.o.n, 0);
     uint64_t num = group_seq_begin(&t.g->seq, 0, 0, 0);
     op_op *op = op_get(t.g, num, 0);
@@ -416,8 +415,8 @@ explore(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned mi
 
     for (;;) {
         if (run_once(n, nw, where, K, faults, mix, p, NULL, &seen, err, sizeof(err)) != 0) {
-            fprintf(stderr, "\n  schedule %zu (n=%zu nw=%zu K=%zu faults=%d mix=%u): %s\n", runs,
-                    n, nw, K, faults, mix, err);
+            fprintf(stderr, "\n  schedule %zu (n=%zu nw=%zu K=%zu faults=%d mix=%u): %s\n", runs, n,
+                    nw, K, faults, mix, err);
             CU_FAIL("an invariant broke (above)");
             break;
         }
@@ -441,8 +440,9 @@ sample(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned mix
         unsigned rnd = (unsigned)(i * 2654435761u + mix);
         unsigned seed = rnd;
         if (run_once(n, nw, where, K, faults, mix, NULL, &rnd, NULL, err, sizeof(err)) != 0) {
-            fprintf(stderr, "\n  random schedule seed %u (n=%zu nw=%zu K=%zu faults=%d mix=%u): %s\n",
-                    seed, n, nw, K, faults, mix, err);
+            fprintf(stderr,
+                    "\n  random schedule seed %u (n=%zu nw=%zu K=%zu faults=%d mix=%u): %s\n", seed,
+                    n, nw, K, faults, mix, err);
             CU_FAIL("an invariant broke (above)");
             return;
         }
@@ -464,24 +464,39 @@ typedef struct {
     unsigned mix;
 } config;
 
-/* every order of the events of configs c[0..nc), each explored to the end (no cap reached) */
-static void
-exhaustive(const config *c, size_t nc)
+/* OP_SMALL (valgrind): a few hundred schedules of each, for the memory checks */
+static int
+small(void)
 {
-    size_t limit = env_size("OP_EXHAUSTIVE_MAX", 5000000), total = 0;
+    return getenv("OP_SMALL") != NULL;
+}
+
+/* every order of the events of configs c[0..nc), each explored to the end; or, for deep
+ * ones, the first OP_EXHAUSTIVE_CAP orders of the depth-first walk */
+static void
+exhaustive(const config *c, size_t nc, int deep)
+{
+    size_t limit = small() ? 300
+                   : deep  ? env_size("OP_EXHAUSTIVE_CAP", 20000)
+                           : env_size("OP_EXHAUSTIVE_MAX", 5000000),
+           total = 0;
     for (size_t i = 0; i < nc; i++) {
         size_t runs = explore(c[i].n, c[i].nw, c[i].where, c[i].K, c[i].faults, c[i].mix, limit);
         if (getenv("OP_VERBOSE"))
-            fprintf(stderr, "\n    %zu ranks on %zu workers, %zu calls, %d fault(s), mix %u: "
-                            "%zu schedules", c[i].n, c[i].nw, c[i].K, c[i].faults, c[i].mix, runs);
-        CU_ASSERT(runs < limit); /* all of them, not a prefix */
+            fprintf(stderr,
+                    "\n    %zu ranks on %zu workers, %zu calls, %d fault(s), mix %u: "
+                    "%zu schedules%s",
+                    c[i].n, c[i].nw, c[i].K, c[i].faults, c[i].mix, runs,
+                    runs == limit ? " (capped)" : "");
+        if (!deep && !small())
+            CU_ASSERT(runs < limit); /* all of them, not a prefix */
         total += runs;
     }
     printf(" [%zu schedules] ", total);
 }
 
-/* two ranks on two workers: two calls each, any fault (deadline, link lost, worker restart) at
- * every point */
+/* two ranks on two workers (and on one): two calls each, and one fault (a deadline, a link
+ * lost, a worker restarted) at every point: every order */
 static void
 test_exhaustive_2(void)
 {
@@ -490,20 +505,28 @@ test_exhaustive_2(void)
         {2, 2, {0, 1}, 2, 1, 0}, {2, 2, {0, 1}, 2, 1, 1}, {2, 2, {0, 1}, 2, 1, 3},
         {2, 1, {0, 0}, 2, 1, 1},
     };
-    exhaustive(c, sizeof(c) / sizeof(c[0]));
+    exhaustive(c, sizeof(c) / sizeof(c[0]), 0);
 }
 
-/* three ranks on two and on three workers, and four on three; one fault at every point */
+/* three ranks on two and on three workers, without faults: every order */
 static void
-test_exhaustive_4(void)
+test_exhaustive_3(void)
+{
+    static const config c[] = {{3, 2, {0, 0, 1}, 1, 0, 1}, {3, 3, {0, 1, 2}, 1, 0, 4}};
+    exhaustive(c, sizeof(c) / sizeof(c[0]), 0);
+}
+
+/* three ranks with a fault at every point, four ranks on three workers: these spaces are
+ * larger (over 200,000 orders each); CI walks the first OP_EXHAUSTIVE_CAP of each depth-first
+ * (OP_EXHAUSTIVE_CAP=10000000 walks them whole, in hours) */
+static void
+test_deep(void)
 {
     static const config c[] = {
-        {3, 2, {0, 0, 1}, 1, 0, 1},    {3, 3, {0, 1, 2}, 1, 0, 4},
-        {3, 2, {0, 0, 1}, 1, 1, 2},    {3, 3, {0, 1, 2}, 1, 1, 3},
-        {4, 3, {0, 0, 1, 2}, 1, 0, 0}, {4, 3, {0, 1, 2, 2}, 1, 0, 3},
-        {4, 3, {0, 0, 1, 2}, 1, 1, 1},
+        {3, 2, {0, 0, 1}, 1, 1, 2},    {3, 3, {0, 1, 2}, 1, 1, 3},    {4, 3, {0, 0, 1, 2}, 1, 0, 0},
+        {4, 3, {0, 1, 2, 2}, 1, 0, 3}, {4, 3, {0, 0, 1, 2}, 1, 1, 1},
     };
-    exhaustive(c, sizeof(c) / sizeof(c[0]));
+    exhaustive(c, sizeof(c) / sizeof(c[0]), 1);
 }
 
 /* random orders of up to 4 ranks on up to 3 workers, several calls, with faults */
@@ -511,7 +534,7 @@ static void
 test_random(void)
 {
     static const int w22[] = {0, 0, 1, 1}, w211[] = {0, 0, 1, 2}, w1111[] = {0, 1, 2, 2};
-    size_t runs = env_size("OP_RANDOM_RUNS", 3000);
+    size_t runs = small() ? 20 : env_size("OP_RANDOM_RUNS", 1500);
     if (getenv("OP_SEED")) { /* replay one: OP_SEED=seed OP_CFG=0..4 OP_MIX=m */
         static const int *ws[] = {w22, w211, w1111, w22, w211};
         static const size_t nws[] = {2, 3, 3, 2, 3}, ks[] = {3, 3, 2, 3, 3};
@@ -519,7 +542,8 @@ test_random(void)
         int c = atoi(getenv("OP_CFG"));
         unsigned rnd = (unsigned)strtoul(getenv("OP_SEED"), NULL, 10);
         char err[512];
-        if (run_once(4, nws[c], ws[c], ks[c], fs[c], (unsigned)atoi(getenv("OP_MIX")), NULL, &rnd, NULL, err, sizeof(err)) != 0)
+        if (run_once(4, nws[c], ws[c], ks[c], fs[c], (unsigned)atoi(getenv("OP_MIX")), NULL, &rnd,
+                     NULL, err, sizeof(err)) != 0)
             fprintf(stderr, "%s\n", err);
         return;
     }
@@ -542,7 +566,8 @@ static const cu_test tests[] = {
     {"latecomer", test_latecomer},
     {"zero", test_zero},
     {"exhaustive_2", test_exhaustive_2},
-    {"exhaustive_4", test_exhaustive_4},
+    {"exhaustive_3", test_exhaustive_3},
+    {"deep", test_deep},
     {"random", test_random},
 };
 
