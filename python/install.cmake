@@ -1,9 +1,8 @@
 # install.cmake - run by `cmake --install`: puts the package a2a where the prefix's Python
 # finds it. The directory is chosen at install time, for the prefix actually used (--prefix):
-# the first entry of that Python's sys.path (or user site) under PREFIX/lib*, e.g.
-# /usr/lib/python3/dist-packages, /usr/local/lib/python3.11/dist-packages or
-# ~/.local/lib/python3.11/site-packages; else PREFIX/lib/python3.X/site-packages (then give
-# PYTHONPATH). -DA2A_PYTHON_INSTALL_DIR=DIR (relative: to the prefix) overrides it.
+# python/site_dir.py says where (the prefix's site-packages or dist-packages that the Python
+# of the build searches; else PREFIX/lib/python3.X/site-packages, then give PYTHONPATH).
+# -DA2A_PYTHON_INSTALL_DIR=DIR (relative: to the prefix) overrides it.
 if(A2A_PY_DIR)
   set(dir "${A2A_PY_DIR}")
   if(NOT IS_ABSOLUTE "${dir}")
@@ -11,20 +10,8 @@ if(A2A_PY_DIR)
   endif()
   set(found 1)
 else()
-  execute_process(COMMAND "${A2A_PYTHON}" -c "
-import os, site, sys
-p = os.path.abspath(sys.argv[1]).rstrip('/')
-paths = list(sys.path)
-if site.ENABLE_USER_SITE:
-    paths.append(site.getusersitepackages())
-for d in paths:
-    rel = os.path.relpath(d, p)
-    if rel.startswith('lib') and d.endswith(('site-packages', 'dist-packages')):
-        print(d, 1, end='')
-        break
-else:
-    print(os.path.join(p, 'lib', 'python%d.%d' % sys.version_info[:2], 'site-packages'), 0, end='')
-" "${CMAKE_INSTALL_PREFIX}" OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  execute_process(COMMAND "${A2A_PYTHON}" "${CMAKE_CURRENT_LIST_DIR}/site_dir.py"
+    "${CMAKE_INSTALL_PREFIX}" OUTPUT_VARIABLE out RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "a2a: ${A2A_PYTHON} cannot say where packages go")
   endif()
