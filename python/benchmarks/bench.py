@@ -6,9 +6,11 @@ overhead: the cost of the bindings themselves, with everything but liba2a's call
           function (so the figure holds no network or worker time): the a2a package's
           CPython extension (the whole a2a.all_to_all_v, and _core's call alone) and the same
           call through cffi (ABI mode: filling a2a_alltoallv_args, then the call).
-latency:  median time of one 64-byte-per-rank uniform alltoallv (plain arrays), numpy, torch.
-throughput: median time and algbw of the uniform pattern (each rank sends S bytes in all),
-          numpy and torch, plain and a2a.empty (shared) buffers; rank 0 prints.
+uniform:  time and algbw of the uniform pattern (each rank sends S bytes in all, S/N to each
+          rank) as a2a-bench measures them (median over iterations of the max over ranks),
+          every size verified: numpy arrays, a2a.empty (shared) arrays, torch tensors
+          (all_to_all_single); compare with a2a-bench -b 64 -e 16M -f 4 --patterns uniform
+          [--shared] on the same cluster shape. Rank 0 prints.
 """
 import argparse
 import os
@@ -125,40 +127,67 @@ def uniform(n, nbytes, itemsize):
     return counts, displs, per * n
 
 
-def throughput(job, n, sizes, iters_small, quick):
+def timed(job, fn, iters):
+    """a2a-bench's figure: per iteration the max over ranks, then the median (us, rank 0)."""
+    ts = np.empty(iters, dtype=np.float64)
+    for i in range(iters):
+        t0 = time.perf_counter_ns()
+        fn()
+        ts[i] = (time.perf_counter_ns() - t0) / 1000.0
+    n = job.get_rank_size()
+    got, _ = job.all_to_all_v(ts, [iters] + [0] * (n - 1), [0] * n)  # all to rank 0
+    return float(np.median(got.reshape(-1, iters).max(axis=0))) if job.rank == 0 else 0.0
+
+
+def iters_for(nbytes, quick):
+    k = 200 if nbytes <= 65536 else 50 if nbytes <= 1 << 20 else 10
+    return max(5, k // 10) if quick else k
+
+
+def throughput(job, n, sizes, quick):
     rows = []
     try:
         import torch
     except ImportError:
         torch = None
+    me = job.rank
     for nbytes in sizes:
         counts, displs, total = uniform(n, nbytes, 4)
-        iters = max(5, min(iters_small, int(iters_small * 65536 / max(nbytes, 1))))
+        per = int(counts[0])
         kinds = [("numpy", np.arange(total, dtype=np.float32), np.empty(total, np.float32))]
-        kinds.append(("numpy shared", job.empty(total, "float32"), job.empty(total, "float32")))
-        kinds[-1][1][:] = np.arange(total, dtype=np.float32)
+        sh_s, sh_r = job.empty(total, "float32"), job.empty(total, "float32")
+        sh_s[:] = kinds[0][1]
+        kinds.append(("numpy shared", sh_s, sh_r))
         if torch is not None:
             kinds.append(("torch", torch.arange(total, dtype=torch.float32),
                           torch.empty(total, dtype=torch.float32)))
+        want = np.arange(me * per, (me + 1) * per, dtype=np.float32)
         for name, s, r in kinds:
-            fn = (lambda s=s, r=r: job.all_to_all_single(r, s)) if name == "torch" else \
-                (lambda s=s, r=r: job.all_to_all_v(s, counts, displs, counts, displs, out=r))
-            fn()
-            if name.startswith("numpy"):  # verified: rank i's slice j holds its own values
-                me = job.rank
-                assert np.array_equal(np.asarray(r)[:counts[0]],
-                                      np.arange(me * counts[0], (me + 1) * counts[0],
-                                                dtype=np.float32)), "bad data"
-            t = timeit(fn, iters)
-            rows.append((name, total * 4, t, total * 4 / t / 1e3))
+            if name == "torch":
+                def fn(s=s, r=r):
+                    job.all_to_all_single(r, s)
+            else:
+                def fn(s=s, r=r):
+                    job.all_to_all_v(s, counts, displs, counts, displs, out=r)
+            fn()  # verified: every rank's slice j holds elements j*per.. of the sender's arange
+            got = np.asarray(r)
+            assert all(np.array_equal(got[i * per:(i + 1) * per], want) for i in range(n)), name
+            t = timed(job, fn, iters_for(nbytes, quick))
+            rows.append((name, total * 4, t, total * 4 / t / 1e3 if t else 0.0))
     return rows
+
+
+def size_arg(s):
+    mult = {"k": 1 << 10, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(s[:-1]) * mult[s[-1]] if s[-1] in mult else int(s)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer sizes and iterations")
     ap.add_argument("--overhead", action="store_true", help="the overhead table only")
-    ap.add_argument("--max", default="16M", help="largest size (bytes each rank sends)")
+    ap.add_argument("--min", default="64", help="smallest size (bytes each rank sends): 64")
+    ap.add_argument("--max", default="16M", help="largest size: 16M (sizes grow 4x)")
     o = ap.parse_args()
     job = a2a.current()
     n, rank = job.get_rank_size(), job.rank
@@ -175,18 +204,13 @@ def main():
         if rank == 0:
             print("\n".join(out), flush=True)
         return
-    counts, displs, total = uniform(n, 64, 4)
-    s, r = np.arange(total, dtype=np.float32), np.empty(total, np.float32)
-    lat = timeit(lambda: job.all_to_all_v(s, counts, displs, counts, displs, out=r),
-                 200 if o.quick else 2000)
-    out.append(f"latency   {lat:8.2f}  us median, 64 B per rank, numpy, a2a.all_to_all_v")
-    mx = int(o.max.rstrip("kKM")) * (1 << 20 if o.max[-1] in "M" else
-                                     1 << 10 if o.max[-1] in "kK" else 1)
-    sizes, s_ = [], 1 << 10
-    while s_ <= mx:
-        sizes.append(s_)
-        s_ *= 16 if o.quick else 4
-    for name, b, t, bw in throughput(job, n, sizes, 50 if o.quick else 500, o.quick):
+    sizes, sz = [], size_arg(o.min)
+    while sz <= size_arg(o.max):
+        sizes.append(sz)
+        sz *= 4
+    out.append("# uniform pattern: S bytes each rank sends in all; time: median over iterations "
+               "of the max over ranks (a2a-bench's)")
+    for name, b, t, bw in throughput(job, n, sizes, o.quick):
         out.append(f"uniform   {name:13s} {b:>10d} B {t:10.1f} us {bw:7.3f} GB/s")
     if rank == 0:
         print("\n".join(out), flush=True)
