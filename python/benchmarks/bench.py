@@ -140,7 +140,7 @@ def timed(job, fn, iters):
 
 
 def iters_for(nbytes, quick):
-    k = 200 if nbytes <= 65536 else 50 if nbytes <= 1 << 20 else 10
+    k = 300 if nbytes <= 65536 else 100 if nbytes <= 1 << 20 else 20
     return max(5, k // 10) if quick else k
 
 
@@ -154,15 +154,20 @@ def throughput(job, n, sizes, quick):
     for nbytes in sizes:
         counts, displs, total = uniform(n, nbytes, 4)
         per = int(counts[0])
-        kinds = [("numpy", np.arange(total, dtype=np.float32), np.empty(total, np.float32))]
-        sh_s, sh_r = job.empty(total, "float32"), job.empty(total, "float32")
-        sh_s[:] = kinds[0][1]
-        kinds.append(("numpy shared", sh_s, sh_r))
+        def shared():  # allocated when its turn comes (after the plain arrays are timed)
+            sh_s, sh_r = job.empty(total, "float32"), job.empty(total, "float32")
+            sh_s[:] = np.arange(total, dtype=np.float32)
+            return sh_s, sh_r
+
+        kinds = [("numpy", lambda: (np.arange(total, dtype=np.float32),
+                                    np.empty(total, np.float32)))]
         if torch is not None:
-            kinds.append(("torch", torch.arange(total, dtype=torch.float32),
-                          torch.empty(total, dtype=torch.float32)))
+            kinds.append(("torch", lambda: (torch.arange(total, dtype=torch.float32),
+                                            torch.empty(total, dtype=torch.float32))))
+        kinds.append(("numpy shared", shared))
         want = np.arange(me * per, (me + 1) * per, dtype=np.float32)
-        for name, s, r in kinds:
+        for name, make in kinds:
+            s, r = make()
             if name == "torch":
                 def fn(s=s, r=r):
                     job.all_to_all_single(r, s)
@@ -174,6 +179,7 @@ def throughput(job, n, sizes, quick):
             assert all(np.array_equal(got[i * per:(i + 1) * per], want) for i in range(n)), name
             t = timed(job, fn, iters_for(nbytes, quick))
             rows.append((name, total * 4, t, total * 4 / t / 1e3 if t else 0.0))
+            del s, r, got, fn
     return rows
 
 
@@ -186,9 +192,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer sizes and iterations")
     ap.add_argument("--overhead", action="store_true", help="the overhead table only")
+    ap.add_argument("--no-torch", action="store_true", help="without torch (not even imported)")
     ap.add_argument("--min", default="64", help="smallest size (bytes each rank sends): 64")
     ap.add_argument("--max", default="16M", help="largest size: 16M (sizes grow 4x)")
     o = ap.parse_args()
+    if o.no_torch:
+        sys.modules["torch"] = None  # the imports below fail
+    try:
+        import torch
+        # one thread per rank, as a2a-bench: torch's OpenMP threads spin after each parallel
+        # operation, taking the CPU from the workers when ranks share a few cores
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
     job = a2a.current()
     n, rank = job.get_rank_size(), job.rank
     out = []
