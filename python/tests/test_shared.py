@@ -74,3 +74,25 @@ def test_job_args(rank):
         a2a.Job("tcp://127.0.0.1:1", rank)
     with pytest.raises(a2a.AlreadyExistsError):
         a2a.Job()  # the environment's job holds this rank
+
+
+def test_remote_job(size, rank, monkeypatch):
+    """A2A_JOB_MODE=remote: the slices go over the job's TCP connection; arrays from
+    job.empty still work (as plain memory), numpy and torch alike."""
+    a2a.close()
+    monkeypatch.setenv("A2A_JOB_MODE", "remote")
+    with a2a.Job() as job:
+        assert job.mode == "remote"
+        send = job.empty(size * 2, "int32")
+        send[:] = np.arange(size * 2) + 100 * rank
+        c, d = [2] * size, [2 * j for j in range(size)]
+        got = a2a.all_to_all_v(send, c, d, c, d)
+        assert got.tolist() == [100 * i + 2 * rank + k for i in range(size) for k in range(2)]
+        x = torch.arange(size, dtype=torch.float64) + 10 * rank
+        data, counts = a2a.all_to_all_v(x, [1] * size, list(range(size)))
+        assert data.tolist() == [10.0 * i + rank for i in range(size)]
+        del send
+    monkeypatch.delenv("A2A_JOB_MODE")
+    gc.collect()
+    sync()
+    assert a2a.current().mode == "local"
