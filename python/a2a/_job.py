@@ -384,8 +384,12 @@ class Job:
         """Checks the arguments (raising before anything is sent); returns the function that runs
         the call. dry: everything _core checks too, now (for calls that run later)."""
         group = _group_name(group)
-        if not isinstance(timeout_ms, int) or timeout_ms < 0:
-            raise InvalidArgumentError(f"timeout_ms must be an int >= 0 (got {timeout_ms!r})")
+        try:
+            if operator.index(timeout_ms) < 0:
+                raise TypeError
+        except TypeError:
+            raise InvalidArgumentError(f"timeout_ms must be an int >= 0 (got {timeout_ms!r})") \
+                from None
         code, kind = _dtypes.of(send_data, None if dtype is None else _dtypes.parse(dtype),
                                 "send_data")
         sobj, snb = _data(send_data, kind, False, "send_data")

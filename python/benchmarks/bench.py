@@ -13,7 +13,6 @@ uniform:  time and algbw of the uniform pattern (each rank sends S bytes in all,
           [--shared] on the same cluster shape. Rank 0 prints.
 """
 import argparse
-import os
 import statistics
 import sys
 import time
