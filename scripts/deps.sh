@@ -18,8 +18,9 @@ BUILD_PKGS=(build-essential cmake pkg-config libnng-dev libmsgpack-dev libyaml-d
 # iproute2: network-namespace tests; python3: the integration tests' JSON checks;
 # git: the style stage lists tracked files; openssl: certificates for the TLS
 # tests; docker-compose: validates docker/docker-compose.yml (no engine needed);
-# python3-pytest, python3-torch: the Python package's tests (python/tests); python3-cffi,
-# cython3: its per-call overhead beside the alternatives (python/benchmarks/bench.py).
+# python3-pytest, python3-torch: the Python package's tests (python/tests); python3-cffi:
+# python/benchmarks/bench.py measures the cffi binding beside the extension; cython3: for a
+# Cython binding, not measured yet.
 TEST_PKGS=(clang libclang-rt-14-dev valgrind clang-format iproute2 python3 git openssl
     docker-compose python3-pytest python3-torch python3-cffi cython3)
 
