@@ -24,6 +24,7 @@ def test_async_basic(size, rank):
 def test_async_is_not_blocking(size, rank):
     """Rank 0 comes 1 s late: the others' calls return at once and poll as not completed."""
     send = np.full(size, rank, dtype=np.int64)
+    sync()  # together here, so that rank 0 is the late one by its 1 s
     if rank == 0:
         time.sleep(1.0)
     t0 = time.monotonic()

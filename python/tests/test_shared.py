@@ -1,5 +1,6 @@
 """Arrays and tensors in memory shared with the worker; explicit jobs."""
 import gc
+import time
 
 import numpy as np
 import pytest
@@ -76,12 +77,27 @@ def test_job_args(rank):
         a2a.Job()  # the environment's job holds this rank
 
 
+def open_soon() -> a2a.Job:
+    """a2a.Job(), retried for up to 5 s while the worker still holds the rank for the job
+    closed just before: the worker learns of a local job's end when it reads the end of its
+    socket, and a remote job's claim (over TCP, another thread of the worker) can come
+    first. Seen under load in about 1 run in 4 (ALREADY_EXISTS naming the old session)."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
+            return a2a.Job()
+        except a2a.AlreadyExistsError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def test_remote_job(size, rank, monkeypatch):
     """A2A_JOB_MODE=remote: the slices go over the job's TCP connection; arrays from
     job.empty still work (as plain memory), numpy and torch alike."""
     a2a.close()
     monkeypatch.setenv("A2A_JOB_MODE", "remote")
-    with a2a.Job() as job:
+    with open_soon() as job:
         assert job.mode == "remote"
         send = job.empty(size * 2, "int32")
         send[:] = np.arange(size * 2) + 100 * rank
