@@ -11,14 +11,18 @@
 # update`. Prints nothing and changes nothing when all are present.
 set -euo pipefail
 
+# python3-dev: the Python package (python/); python3-setuptools, python3-wheel: pip install ./python
 BUILD_PKGS=(build-essential cmake pkg-config libnng-dev libmsgpack-dev libyaml-dev libcunit1-dev
-    libmbedtls-dev)
+    libmbedtls-dev python3-dev python3-numpy python3-pip python3-setuptools python3-wheel)
 # clang + libclang-rt: fuzz targets; valgrind, clang-format: test stages;
 # iproute2: network-namespace tests; python3: the integration tests' JSON checks;
 # git: the style stage lists tracked files; openssl: certificates for the TLS
-# tests; docker-compose: validates docker/docker-compose.yml (no engine needed).
+# tests; docker-compose: validates docker/docker-compose.yml (no engine needed);
+# python3-pytest, python3-torch: the Python package's tests (python/tests); python3-cffi:
+# python/benchmarks/bench.py measures the cffi binding beside the extension; cython3: for a
+# Cython binding, not measured yet.
 TEST_PKGS=(clang libclang-rt-14-dev valgrind clang-format iproute2 python3 git openssl
-    docker-compose)
+    docker-compose python3-pytest python3-torch python3-cffi cython3)
 
 case "${1:---all}" in
 --build) want=("${BUILD_PKGS[@]}") ;;

@@ -102,7 +102,7 @@ stage_asan() {
         --no-tests=error </dev/null
 }
 
-TSAN_TESTS='unit\.(rpc|auth|group)|integration\.'
+TSAN_TESTS='unit\.(rpc|auth|group|op)|integration\.'
 # the fault tests (label faults) run shorter under the sanitizers: fewer restart rounds
 SANITIZED_FAULTS="env RACE_ROUNDS=20 RACE_PERSISTENT_ROUNDS=10 RACE_BUDGET_S=150 RACE_TIMEOUT_MS=8000 OP_RANDOM_RUNS=300 OP_EXHAUSTIVE_CAP=3000"
 tsan_ctest() {
