@@ -545,7 +545,7 @@ ctl --coordinator "${GONE_URL:-tcp://127.0.0.1:1}" health
 T1=$(date +%s%N)
 MS=$(((T1 - T0) / 1000000))
 expect_err "unreachable coordinator: exit 1 with UNAVAILABLE and the reason" 1 \
-    '^a2a-ctl: health: UNAVAILABLE: cannot reach tcp://[0-9.:]+: Connection refused'
+    '^a2a-ctl: health: UNAVAILABLE: cannot reach tcp://[0-9.:]+: nothing listens there \(connection refused: is it running\?\)'
 if [ "$MS" -lt 5000 ]; then
     pass "unreachable coordinator fails within 5 s (${MS} ms)"
 else
