@@ -450,12 +450,24 @@ if ((okr < 0)); then
     show_logs 20
     exit 1
 fi
-# last_all_ok: the end (Unix ms) of the newest round OK on every rank, from the logs' tails
+# last_all_ok: the end (Unix ms) of the newest round OK on every rank. The OK lines of the
+# ranks' logs are copied to ok.lines as the logs grow (whole lines, from where the last look
+# ended), so that a flood of fast failing rounds does not hide the last good one.
+declare -A off=()
 last_all_ok() {
-    local f
-    for f in "$dir"/rank.*.log; do tail -n 400 "$f"; done | awk '
-        $3 == "round" && $5 == "status=OK" && $6 == "data=ok" {
-            e = $9; sub("end=", "", e); n[$4]++; if (e + 0 > end[$4]) end[$4] = e + 0 }
+    local f sz o part
+    for f in "$dir"/rank.*.log; do
+        sz=$(stat -c %s "$f")
+        o=${off[$f]:-0}
+        ((sz > o)) || continue
+        tail -c +$((o + 1)) "$f" | head -c $((sz - o)) >"$dir/.chunk"
+        part=0
+        [ -n "$(tail -c 1 "$dir/.chunk")" ] && part=$(tail -n 1 "$dir/.chunk" | wc -c)
+        head -c $((sz - o - part)) "$dir/.chunk" | grep " status=OK data=ok" >>"$dir/ok.lines"
+        off[$f]=$((sz - part))
+    done
+    tail -n 6000 "$dir/ok.lines" 2>/dev/null | awk '
+        $3 == "round" { e = $9; sub("end=", "", e); n[$4]++; if (e + 0 > end[$4]) end[$4] = e + 0 }
         END { for (r in n) if (n[r] == 6 && end[r] > m) m = end[r]; printf "%.0f\n", m }'
 }
 # unstick: when no round was OK on every rank for STUCK_S, the group is stuck (FAIL): the logs
