@@ -450,7 +450,8 @@ if ((okr < 0)); then
     show_logs 20
     exit 1
 fi
-# last_all_ok: the end (Unix ms) of the newest round OK on every rank. The OK lines of the
+# last_all_ok: sets LAST_OK to the end (Unix ms) of the newest round OK on every rank (not
+# in a $(...) subshell: it keeps where it stopped reading, in off). The OK lines of the
 # ranks' logs are copied to ok.lines as the logs grow (whole lines, from where the last look
 # ended), so that a flood of fast failing rounds does not hide the last good one.
 declare -A off=()
@@ -466,9 +467,9 @@ last_all_ok() {
         head -c $((sz - o - part)) "$dir/.chunk" | grep " status=OK data=ok" >>"$dir/ok.lines"
         off[$f]=$((sz - part))
     done
-    tail -n 6000 "$dir/ok.lines" 2>/dev/null | awk '
+    LAST_OK=$(tail -n 6000 "$dir/ok.lines" 2>/dev/null | awk '
         $3 == "round" { e = $9; sub("end=", "", e); n[$4]++; if (e + 0 > end[$4]) end[$4] = e + 0 }
-        END { for (r in n) if (n[r] == 6 && end[r] > m) m = end[r]; printf "%.0f\n", m }'
+        END { for (r in n) if (n[r] == 6 && end[r] > m) m = end[r]; printf "%.0f\n", m }')
 }
 # unstick: when no round was OK on every rank for STUCK_S, the group is stuck (FAIL): the logs
 # of that moment are kept, and every job and service is killed and started again, so that the
@@ -477,7 +478,8 @@ STUCK_S=${CAMPAIGN_STUCK_S:-30}
 stuck=0 resumed=$(now_ms)
 unstick() {
     local t s r
-    t=$(last_all_ok)
+    last_all_ok
+    t=$LAST_OK
     ((t < resumed)) && t=$resumed
     (($(now_ms) - t < STUCK_S * 1000)) && return 0
     stuck=$((stuck + 1))
