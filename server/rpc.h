@@ -116,7 +116,8 @@ int64_t rpc_now_ms(void);
  * the address alone) at url means, in words that say what failed instead of
  * NNG's short strings: "nothing listens at tcp://...:7101 (is w3 running?)",
  * "the link to w3 was closed by w3", "w3 did not answer for 3 s". recv: rv
- * came from a receive (an end of stream is then the peer closing). ms: the
+ * came from a receive or a dial, where an answer was awaited (an end of
+ * stream is then the peer closing, a timeout its silence). ms: the
  * wait that timed out (0: none stated). Returns buf.
  */
 const char *rpc_why(int rv, const char *who, const char *url, int recv, int64_t ms, char *buf,

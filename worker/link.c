@@ -292,7 +292,7 @@ sender_dial(engine *e, eng_peer *p)
             char why[300], what[240];
             snprintf(
                 why, sizeof(why), "cannot connect: %s",
-                rpc_why(rv, p->w->name, p->w->data_url, 0, ENGINE_DIAL_MS, what, sizeof(what)));
+                rpc_why(rv, p->w->name, p->w->data_url, 1, ENGINE_DIAL_MS, what, sizeof(what)));
             link_peer_down(e, p, why);
         }
         return -1;
