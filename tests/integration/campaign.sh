@@ -236,7 +236,7 @@ touch "$dir/barrier/start"
 for r in "${RANKS[@]}"; do start_rank "$r"; done
 
 # ---- the watchdog, run while the campaign waits ----
-hangs=0 deaths=0
+hangs=0 deaths=0 open_fails=0
 declare -A hung=() # rank -> the round reported hung
 # check: every running job's open call (its last line "begin") younger than
 # TMO + HANG; every service the campaign has not killed alive.
@@ -270,8 +270,15 @@ check() {
         if ! kill -0 "${rank_pids[r]}" 2>/dev/null; then
             wait "${rank_pids[r]}" 2>/dev/null
             s=$?
-            deaths=$((deaths + 1))
-            log "DIED: rank $r's job ended by itself (status $s): $(tail -n 1 "$dir/rank.$r.log" | cut -c1-200); restarted"
+            line=$(tail -n 1 "$dir/rank.$r.log")
+            if [ "$s" = 1 ] && [[ $line == "rank $r open status=UNAVAILABLE"* ]]; then
+                # seqcheck ends when a2a_job_open fails: its worker was down as it started
+                open_fails=$((open_fails + 1))
+                log "open failed: rank $r's job: ${line:0:200}; started again"
+            else
+                deaths=$((deaths + 1))
+                log "DIED: rank $r's job ended by itself (status $s): ${line:0:200}; restarted"
+            fi
             start_rank "$r"
         fi
     done
@@ -581,6 +588,7 @@ echo "  of calls whose own worker was not SIGSTOPped while they ran: $late_run l
 [ "$worst_run" -gt 0 ] && echo "  the latest of those: ${worst_line//_/ }"
 echo "INVALID_ARGUMENT for valid calls: $blame"
 echo "services or jobs that died without being killed: $deaths"
+echo "jobs whose a2a_job_open failed with UNAVAILABLE (their worker down as they started; started again): $open_fails"
 echo "stuck (no round OK on every rank for $STUCK_S s; everything restarted): $stuck"
 [ -f "$dir/slowloris.log" ] && echo "preauth_check link-slowloris runs that found a fault: $(grep -c "FAIL" "$dir/slowloris.log")"
 if ((rec >= 0)); then
