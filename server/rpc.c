@@ -854,7 +854,9 @@ rpc_why(int rv, const char *who, const char *url, int recv, int64_t ms, char *bu
         snprintf(buf, len,
                  "the link to %s was closed by %s (it ended, restarted or gave the link up)", w, w);
     else if (rv == NNG_ECONNRESET || sys == ECONNRESET || sys == EPIPE)
-        snprintf(buf, len, "the link to %s was reset by %s's end (%s ended or restarted)", w, w, w);
+        snprintf(buf, len,
+                 "the link to %s was reset by %s's end (%s ended, restarted or gave the link up)",
+                 w, w, w);
     else if (rv == NNG_ECLOSED)
         snprintf(buf, len, "the link to %s was closed on this side", w);
     else if (rv == NNG_ETIMEDOUT)
