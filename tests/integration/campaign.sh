@@ -196,7 +196,8 @@ restart_service() { # NAME
 }
 
 start_rank() { # R
-    local r=$1 w=$((r / 2 + 1))
+    local r=$1 w
+    w=$((r / 2 + 1))
     on "$w"
     A2A_WORKER_URL="tcp://$(ep_api $w)" A2A_RANK=$r A2A_TOKEN_FILE=$token \
         "${on[@]}" "$seqcheck" --group camp --members "$members" --timeout "$TMO" --count 8 \
