@@ -104,7 +104,7 @@ stage_asan() {
 
 TSAN_TESTS='unit\.(rpc|auth|group|op)|integration\.'
 # the fault tests (label faults) run shorter under the sanitizers: fewer restart rounds
-SANITIZED_FAULTS="env RACE_ROUNDS=20 RACE_PERSISTENT_ROUNDS=10 RACE_BUDGET_S=150 RACE_TIMEOUT_MS=8000 OP_RANDOM_RUNS=300 OP_EXHAUSTIVE_CAP=3000"
+SANITIZED_FAULTS="env RACE_ROUNDS=20 RACE_PERSISTENT_ROUNDS=10 RACE_BUDGET_S=150 RACE_TIMEOUT_MS=8000 OP_RANDOM_RUNS=300 OP_EXHAUSTIVE_CAP=3000 CAMPAIGN_FAULTS=20"
 tsan_ctest() {
     local opts=halt_on_error=1:second_deadlock_stack=1
     # libnng is not built with TSan: tests/tsan.supp silences what it does inside.

@@ -3,6 +3,7 @@
 
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <errno.h>
 #include <malloc.h>
 #include <nng/supplemental/util/platform.h>
 #include <pthread.h>
@@ -665,8 +666,11 @@ client_why(rpc_client *c, int ms, char *why, size_t len)
                      ": it closed the connection without answering (%s): not an a2a "
                      "service?",
                      nng_strerror(rv));
+    } else if (rv == NNG_ECONNREFUSED) {
+        snprintf(why, len, ": nothing listens there (connection refused: is it running?)");
     } else if (rv != 0) {
-        snprintf(why, len, ": %s", nng_strerror(rv));
+        char what[300];
+        snprintf(why, len, ": %s", rpc_why(rv, NULL, c->url, 1, ms, what, sizeof(what)));
     } else {
         snprintf(why, len, " (a new connection works: it may have been starting, or busy)");
     }
@@ -762,7 +766,11 @@ client_exchange(rpc_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *msg, int64_t 
     if (rv == NNG_ETIMEDOUT)
         return status_fail(err, errlen, A2A_ERR_DEADLINE_EXCEEDED, "no reply from %s in time",
                            c->url);
-    return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "%s: %s", c->url, nng_strerror(rv));
+    {
+        char what[300];
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "%s: %s", c->url,
+                           rpc_why(rv, NULL, c->url, 1, 0, what, sizeof(what)));
+    }
 }
 
 /* client_unpack checks the reply envelope and copies out its body. */
@@ -1019,4 +1027,52 @@ rpc_client_free(rpc_client *c)
     if (c->tls != NULL)
         nng_tls_config_free(c->tls);
     free(c);
+}
+
+const char *
+rpc_why(int rv, const char *who, const char *url, int recv, int64_t ms, char *buf, size_t len)
+{
+    int sys = (rv & NNG_ESYSERR) ? rv & ~NNG_ESYSERR : 0;
+    const char *w = who != NULL ? who : url != NULL ? url : "the peer";
+    char secs[48] = "";
+
+    if (ms > 0)
+        snprintf(secs, sizeof(secs), ms % 1000 == 0 ? " for %.0f s" : " for %.1f s",
+                 (double)ms / 1000.0);
+    if (rv == NNG_ECONNREFUSED || sys == ECONNREFUSED)
+        snprintf(buf, len, "nothing listens at %s (connection refused%s%s%s)",
+                 url != NULL ? url : w, who != NULL ? ": is " : "", who != NULL ? who : "",
+                 who != NULL ? " running?" : "");
+    else if (rv == NNG_ECONNSHUT || (rv == NNG_ECLOSED && recv))
+        snprintf(buf, len,
+                 "the link to %s was closed by %s (it ended, restarted or gave the link up)", w, w);
+    else if (rv == NNG_ECONNRESET || sys == ECONNRESET || sys == EPIPE)
+        snprintf(buf, len,
+                 "the link to %s was reset by %s's end (%s ended, restarted or gave the link up)",
+                 w, w, w);
+    else if (rv == NNG_ECLOSED)
+        snprintf(buf, len, "the link to %s was closed on this side", w);
+    else if (rv == NNG_ETIMEDOUT)
+        snprintf(buf, len,
+                 recv ? "%s did not answer%s (stopped, overloaded, or its network cut)"
+                      : "%s took no data%s (stopped, overloaded, or its network cut)",
+                 w, secs);
+    else if (rv == NNG_EUNREACHABLE || sys == EHOSTUNREACH || sys == ENETUNREACH)
+        snprintf(buf, len, "no route to %s (its host is down or its network cut)",
+                 url != NULL ? url : w);
+    else if (rv == NNG_EADDRINVAL)
+        snprintf(buf, len, "%s is not an address that can be dialed", url != NULL ? url : w);
+    else if (rv == NNG_ECRYPTO)
+        snprintf(buf, len, "the TLS handshake with %s failed (%s)", w, nng_strerror(rv));
+    else if (rv == NNG_EPEERAUTH)
+        snprintf(buf, len,
+                 "%s could not be authenticated (it proved neither the token nor a "
+                 "trusted certificate)",
+                 w);
+    else if (rv == NNG_EPROTO)
+        snprintf(buf, len, "%s did not follow the protocol (another program, version or token?)",
+                 w);
+    else
+        snprintf(buf, len, "the link to %s failed: %s", w, nng_strerror(rv));
+    return buf;
 }

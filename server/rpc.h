@@ -141,4 +141,17 @@ void rpc_client_free(rpc_client *c);
 /* rpc_now_ms returns a monotonic clock in milliseconds. */
 int64_t rpc_now_ms(void);
 
+/*
+ * rpc_why writes into buf what the NNG (or OS, NNG_ESYSERR | errno) failure rv
+ * on a connection to `who` (a worker's name, "the coordinator", or NULL:
+ * the address alone) at url means, in words that say what failed instead of
+ * NNG's short strings: "nothing listens at tcp://...:7101 (is w3 running?)",
+ * "the link to w3 was closed by w3", "w3 did not answer for 3 s". recv: rv
+ * came from a receive or a dial, where an answer was awaited (an end of
+ * stream is then the peer closing, a timeout its silence). ms: the
+ * wait that timed out (0: none stated). Returns buf.
+ */
+const char *rpc_why(int rv, const char *who, const char *url, int recv, int64_t ms, char *buf,
+                    size_t len);
+
 #endif

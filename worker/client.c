@@ -382,8 +382,9 @@ local_request(a2a_job *job, const char *method, const msgpack_sbuffer *body, int
     if (w.err != 0)
         return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s: local socket %s: %s",
                            job->worker, job->socket,
-                           w.err == ECONNRESET || w.err == EPIPE ? "the worker closed it"
-                                                                 : strerror(w.err));
+                           w.err == ECONNRESET || w.err == EPIPE
+                               ? "the worker closed it (it ended or restarted)"
+                               : strerror(w.err));
     if (wire_reply_decode(&rep, w.buf, w.len, err, errlen) != 0) {
         free(w.buf);
         return A2A_ERR_INTERNAL;
@@ -523,12 +524,21 @@ local_ensure(a2a_job *job)
             close(fd);
         job->lconnect_errno = e;
         job->lretry_ms = rpc_now_ms() + CLIENT_LOCAL_RETRY_MS;
-        return job_fail(job, A2A_ERR_UNAVAILABLE,
-                        "worker %s: cannot connect to its local socket %s: %s%s", job->worker,
-                        job->socket, strerror(e),
-                        e == ENOENT || e == EACCES
-                            ? " (a job in a container needs the worker's socket volume mounted)"
-                            : "");
+        if (e == ECONNREFUSED)
+            return job_fail(job, A2A_ERR_UNAVAILABLE,
+                            "worker %s: nothing listens at its local socket %s (connection "
+                            "refused: the worker is not running, or restarting)",
+                            job->worker, job->socket);
+        if (e == ENOENT)
+            return job_fail(job, A2A_ERR_UNAVAILABLE,
+                            "worker %s: its local socket %s does not exist (the worker is not "
+                            "running on this host, or was never started; a job in a container "
+                            "needs the worker's socket volume mounted)",
+                            job->worker, job->socket);
+        return job_fail(
+            job, A2A_ERR_UNAVAILABLE, "worker %s: cannot connect to its local socket %s: %s%s",
+            job->worker, job->socket, strerror(e),
+            e == EACCES ? " (a job in a container needs the worker's socket volume mounted)" : "");
     }
     job->lsock = fd;
     job->lbroken = 0;

@@ -171,6 +171,7 @@ typedef struct {
     size_t hcap;
     uint8_t *payload; /* grows up to FRAME_PAYLOAD_MAX */
     size_t cap;
+    const char *peer; /* the peer's name once it said HELLO, for messages */
 } eng_receiver;
 
 /* read_payload reads len payload bytes into dst, or into x->payload when dst is NULL. */
@@ -192,7 +193,7 @@ read_payload(wsock *s, eng_receiver *x, uint8_t *dst, uint64_t len, int timeout_
     }
     iov = (nng_iov){dst != NULL ? dst : x->payload, len};
     if (len > 0 && (rv = wsock_io(s, &iov, 1, 1, timeout_ms)) != 0) {
-        snprintf(why, whylen, "%s", nng_strerror(rv));
+        rpc_why(rv, x->peer, NULL, 1, timeout_ms, why, whylen);
         return -1;
     }
     return 0;
@@ -212,8 +213,13 @@ read_head(wsock *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, c
     int rv;
 
     if ((rv = wsock_io(s, &iov, 1, 1, timeout_ms)) != 0) {
-        snprintf(why, whylen, "%s",
-                 rv == NNG_ETIMEDOUT ? "silent for too long (no heartbeat)" : nng_strerror(rv));
+        if (rv == NNG_ETIMEDOUT)
+            snprintf(why, whylen,
+                     "%s sent nothing for %d s, not even a heartbeat (stopped, overloaded, or its "
+                     "network cut)",
+                     x->peer != NULL ? x->peer : "the peer", timeout_ms / 1000);
+        else
+            rpc_why(rv, x->peer, NULL, 1, timeout_ms, why, whylen);
         return -1;
     }
     if (frame_prefix_decode(prefix, &hlen, plen, why, whylen) != 0)
@@ -229,7 +235,7 @@ read_head(wsock *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, c
     }
     iov = (nng_iov){x->hdr, hlen};
     if ((rv = wsock_io(s, &iov, 1, 1, timeout_ms)) != 0) {
-        snprintf(why, whylen, "%s", nng_strerror(rv));
+        rpc_why(rv, x->peer, NULL, 1, timeout_ms, why, whylen);
         return -1;
     }
     return frame_header_decode(f, x->hdr, hlen, *plen, why, whylen);
@@ -262,8 +268,10 @@ sender_dial(engine *e, eng_peer *p)
     if (rv != 0) {
         wsock_free(s);
         if (!e->stopping) {
-            char why[300];
-            snprintf(why, sizeof(why), "cannot connect: %s", nng_strerror(rv));
+            char why[300], what[240];
+            snprintf(
+                why, sizeof(why), "cannot connect: %s",
+                rpc_why(rv, p->w->name, p->w->data_url, 1, ENGINE_DIAL_MS, what, sizeof(what)));
             link_peer_down(e, p, why);
         }
         return -1;
@@ -287,7 +295,7 @@ sender_broken(engine *e, eng_peer *p, int rv)
     }
     if (e->stopping)
         return;
-    snprintf(why, sizeof(why), "connection lost: %s", nng_strerror(rv));
+    rpc_why(rv, p->w->name, NULL, 0, ENGINE_LINK_DEAD_MS, why, sizeof(why));
     link_peer_down(e, p, why);
 }
 
@@ -599,8 +607,10 @@ receiver_thread(void *arg)
     eng_peer *p = NULL;
     char why[300] = "out of memory";
 
-    if ((p = receiver_hello(e, in, why, sizeof(why))) != NULL)
+    if ((p = receiver_hello(e, in, why, sizeof(why))) != NULL) {
+        x.peer = p->w->name;
         receiver_loop(e, in, p, &x, why, sizeof(why));
+    }
     pthread_mutex_lock(&e->mtx);
     if (p != NULL && p->in == in->s) {
         p->in = NULL;

@@ -24,6 +24,9 @@
  *                     rendezvous)
  *   --base I          the index of the first call (default 0)
  *   --pause MS        lockstep: sleep after every round (default 20)
+ *   --announce 1      lockstep: print "rank W round I begin start=T" (Unix ms)
+ *                     before every call, so that a caller watching the log
+ *                     sees a call that does not return (campaign.sh)
  *
  * modes:
  *   calls N           N calls with indices base..base+N-1
@@ -79,6 +82,7 @@ static const char *group = NULL;
 static int64_t members[MAX_RANKS];
 static int64_t n = 0, me = -1; /* group size, my group rank */
 static int64_t timeout_ms = 3000, count = 8, base = 0, pause_ms = 20, bound_ms = 2000;
+static int announce = 0;
 
 static void
 say(const char *fmt, ...)
@@ -407,6 +411,8 @@ lockstep_mode(a2a_job *job, bufs *b, const char *dir, int64_t seconds)
             sleep_ms(5);
             continue;
         }
+        if (announce)
+            say("round %lld begin start=%lld", (long long)round, (long long)unix_ms());
         r = call_line(job, b, "round", round, "");
         nrounds++;
         if (r == 0) {
@@ -531,7 +537,7 @@ usage(void)
 {
     fprintf(stderr,
             "usage: seqcheck [--group NAME] [--members A,B,...] [--timeout MS] [--count N]\n"
-            "                [--base I] [--pause MS] [--bound MS] MODE ARGS...\n"
+            "                [--base I] [--pause MS] [--bound MS] [--announce 1] MODE ARGS...\n"
             "  modes: calls N | serve | lockstep DIR SECONDS |\n"
             "         sentinel FROM COUNT WATCH_MS [shared]\n");
     return 2;
@@ -565,6 +571,8 @@ main(int argc, char **argv)
             pause_ms = strtoll(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--bound") == 0)
             bound_ms = strtoll(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--announce") == 0)
+            announce = strtoll(argv[i + 1], NULL, 10) != 0;
         else
             return usage();
     }

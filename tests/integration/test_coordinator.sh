@@ -546,7 +546,7 @@ ctl --coordinator "${GONE_URL:-tcp://127.0.0.1:1}" --timeout 2000 health
 T1=$(date +%s%N)
 MS=$(((T1 - T0) / 1000000))
 expect_err "unreachable coordinator: exit 1 with UNAVAILABLE and the reason" 1 \
-    '^a2a-ctl: health: UNAVAILABLE: cannot reach tcp://[0-9.:]+ in [0-9]+ ms: Connection refused'
+    '^a2a-ctl: health: UNAVAILABLE: cannot reach tcp://[0-9.:]+ in [0-9]+ ms: nothing listens there \(connection refused: is it running\?\)'
 if [ "$MS" -lt 5000 ]; then
     pass "unreachable coordinator fails within 5 s (${MS} ms)"
 else

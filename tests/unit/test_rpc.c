@@ -7,6 +7,7 @@
 #include "cu_main.h"
 #include <CUnit/Basic.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -642,6 +643,45 @@ test_connection_lost(void)
     rpc_client_free(c);
 }
 
+/* rpc_why: what failed, naming the peer, never NNG's short string alone */
+static void
+test_why(void)
+{
+    char b[300];
+    const char *url = "tcp://10.0.0.2:7101";
+
+    CU_ASSERT_STRING_EQUAL(rpc_why(NNG_ECONNREFUSED, "w1", url, 0, 2000, b, sizeof(b)),
+                           "nothing listens at tcp://10.0.0.2:7101 (connection refused: is w1 "
+                           "running?)");
+    CU_ASSERT_STRING_EQUAL(rpc_why(NNG_ESYSERR | ECONNREFUSED, NULL, url, 0, 0, b, sizeof(b)),
+                           "nothing listens at tcp://10.0.0.2:7101 (connection refused)");
+    CU_ASSERT_PTR_NOT_NULL(strstr(rpc_why(NNG_ECLOSED, "w1", NULL, 1, 3000, b, sizeof(b)),
+                                  "the link to w1 was closed by w1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rpc_why(NNG_ECONNSHUT, "w1", NULL, 0, 0, b, sizeof(b)),
+                                  "the link to w1 was closed by w1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rpc_why(NNG_ECONNRESET, "w1", NULL, 0, 0, b, sizeof(b)),
+                                  "the link to w1 was reset by w1's end"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(rpc_why(NNG_ESYSERR | EPIPE, "w1", NULL, 0, 0, b, sizeof(b)), "reset by w1's end"));
+    /* a local close on a send is this side's doing */
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(rpc_why(NNG_ECLOSED, "w1", NULL, 0, 0, b, sizeof(b)), "closed on this side"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rpc_why(NNG_ETIMEDOUT, "w1", NULL, 1, 3000, b, sizeof(b)),
+                                  "w1 did not answer for 3 s"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rpc_why(NNG_ETIMEDOUT, "w1", NULL, 0, 2500, b, sizeof(b)),
+                                  "w1 took no data for 2.5 s"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(rpc_why(NNG_ESYSERR | EHOSTUNREACH, "w1", url, 0, 0, b, sizeof(b)),
+               "no route to tcp://10.0.0.2:7101"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rpc_why(NNG_EPEERAUTH, "w1", url, 1, 0, b, sizeof(b)),
+                                  "w1 could not be authenticated"));
+    /* anything else keeps NNG's words, after what failed */
+    CU_ASSERT_PTR_NOT_NULL(strstr(rpc_why(NNG_ENOMEM, NULL, url, 0, 0, b, sizeof(b)),
+                                  "the link to tcp://10.0.0.2:7101 failed: Out of memory"));
+    /* bounded by len */
+    CU_ASSERT_EQUAL(strlen(rpc_why(NNG_ECONNREFUSED, "w1", url, 0, 0, b, 10)), 9);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -659,6 +699,7 @@ main(int argc, char **argv)
         {"client redials", test_reconnect},
         {"malformed request", test_malformed_request},
         {"connection lost mid-call", test_connection_lost},
+        {"failures in words", test_why},
     };
     int rc = cu_main("rpc", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 
