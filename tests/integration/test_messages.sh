@@ -18,7 +18,7 @@
 #   a. w1 still dead: rank 0's call is UNAVAILABLE "worker w1 (URL) is
 #      unavailable: cannot connect: nothing listens at URL (connection refused:
 #      is w1 running?)"
-#   b. a job of w1's rank: "cannot reach API_URL: nothing listens there
+#   b. a job of w1's rank: "cannot reach API_URL in N ms: nothing listens there
 #      (connection refused: is it running?)" (or, when the API answered, the
 #      local socket's "nothing listens at its local socket PATH")
 set -u
@@ -130,7 +130,7 @@ expect a "$dir/a.log" "status=UNAVAILABLE .*worker w1 \\($(re "$(data 1)")\\) is
 # b. a job whose own worker is not running
 rank 1 "$dir/b.log" --timeout 3000 calls 1
 wait_pid "${rank_pids[1]}" 20 || fail "check b: rank 1's job did not end"
-expect b "$dir/b.log" "UNAVAILABLE: .*(cannot reach $(re "$(api 1)"): nothing listens there \\(connection refused: is it running\\?\\)|nothing listens at its local socket)"
+expect b "$dir/b.log" "UNAVAILABLE: .*(cannot reach $(re "$(api 1)")( in [0-9]+ ms)?: nothing listens there \\(connection refused: is it running\\?\\)|nothing listens at its local socket)"
 
 echo "$passed checks passed"
 echo "PASS"
