@@ -60,6 +60,7 @@ a2a_mismatch_test(large 100001 100002)
 a2a_exchange_test(threads 2x2)
 # a job that exits without a2a_job_close: the worker's channel threads end
 a2a_exchange_test(orphan 1x1)
+a2a_exchange_test(reopen 2x2)
 a2a_exchange_rpc_test(random 2x2 1234 6)
 a2a_exchange_rpc_test(mismatch 2x2)
 a2a_exchange_rpc_test(invalid 2x2)

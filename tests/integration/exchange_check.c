@@ -20,6 +20,8 @@
  *                      it again as (3 1): calls with the old size are refused
  *                      (INVALID_ARGUMENT, PERMISSION_DENIED for ranks left out) on
  *                      every worker, and the new group exchanges right
+ *   reopen             each rank closes its job and opens the rank again at once,
+ *                      forty times, as a remote and as a local job in turn
  *   orphan             (1x1) this job closes (one live job per rank), a second
  *                      job of rank 0 calls from two threads and
  *                      exits without a2a_job_close: the worker's threads for
@@ -553,6 +555,29 @@ random_mode(a2a_job *job, int64_t N, uint64_t seed, int64_t iters)
     grp_fini(&w);
     grp_fini(&ev);
     return bad;
+}
+
+/* reopen_mode: the job closes and a new one opens the same rank at once, forty times, in turn
+ * as a local job and as a remote one (A2A_JOB_MODE), each time without waiting and without a
+ * retry: a2a_job_close returns only once the worker let go of the rank. Then a verified
+ * exchange. */
+static int
+reopen_mode(a2a_job **job, int64_t N)
+{
+    for (int i = 0; i < 40; i++) {
+        a2a_status st;
+        const char *mode = i % 2 == 0 ? "remote" : "local";
+        a2a_job_close(*job);
+        *job = NULL;
+        setenv("A2A_JOB_MODE", mode, 1);
+        if ((st = a2a_job_open(job, NULL, -1)) != A2A_OK) {
+            say("FAILED: reopen %d (%s) right after a2a_job_close: %s: %s", i, mode,
+                a2a_status_name(st), a2a_job_error(NULL));
+            return 1;
+        }
+    }
+    unsetenv("A2A_JOB_MODE");
+    return random_mode(*job, N, 99, 2);
 }
 
 /* ---- invalid ---- */
@@ -1381,6 +1406,8 @@ main(int argc, char **argv)
         bad = huge_mode(job, N);
     else if (strcmp(mode, "orphan") == 0)
         bad = orphan_mode(&job, N, argv[0]);
+    else if (strcmp(mode, "reopen") == 0)
+        bad = reopen_mode(&job, N);
     else if (strcmp(mode, "orphan-child") == 0)
         orphan_child(job);
     else if (strcmp(mode, "loop") == 0 && (argc == 3 || argc == 4))
