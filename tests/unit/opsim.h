@@ -529,35 +529,6 @@ copy(sim *S, int i)
     op_out_fini(&o);
 }
 
-static void
-loss(sim *S, int a, int b)
-{
-    op_out o;
-    char why[64];
-    S->faulted++;
-    for (int side = 0; side < 2; side++) { /* in flight: lost; queued: dropped */
-        queue *q = side ? &S->q[b][a] : &S->q[a][b];
-        for (size_t i = q->head; i < q->tail; i++) {
-            free(q->m[i].f.srcs);
-            free(q->m[i].f.counts);
-            free(q->m[i].payload);
-        }
-        q->head = q->tail = 0;
-        int w = side ? b : a, p = side ? a : b;
-        for (size_t j = 0; j < S->nst[w]; j++)
-            if (S->st[w][j].peer == p)
-                S->st[w][j].live = 0;
-    }
-    op_out_init(&o);
-    snprintf(why, sizeof(why), "worker w%d is unavailable: lost", b);
-    op_peer_lost(&o, S->g[a], b, why);
-    run(S, a, &o);
-    snprintf(why, sizeof(why), "worker w%d is unavailable: lost", a);
-    op_peer_lost(&o, S->g[b], a, why);
-    run(S, b, &o);
-    op_out_fini(&o);
-}
-
 /* clear_link drops what is queued or in flight between a and b, both ways */
 static void
 clear_link(sim *S, int a, int b)
@@ -575,6 +546,23 @@ clear_link(sim *S, int a, int b)
             if (S->st[w][j].peer == p)
                 S->st[w][j].live = 0;
     }
+}
+
+static void
+loss(sim *S, int a, int b)
+{
+    op_out o;
+    char why[64];
+    S->faulted++;
+    clear_link(S, a, b); /* in flight: lost; queued: dropped */
+    op_out_init(&o);
+    snprintf(why, sizeof(why), "worker w%d is unavailable: lost", b);
+    op_peer_lost(&o, S->g[a], b, why);
+    run(S, a, &o);
+    snprintf(why, sizeof(why), "worker w%d is unavailable: lost", a);
+    op_peer_lost(&o, S->g[b], a, why);
+    run(S, b, &o);
+    op_out_fini(&o);
 }
 
 /* restart: worker w dies and starts anew (same epoch, a new incarnation): its jobs' calls fail

@@ -117,6 +117,32 @@ one_frame(frame_type type, uint64_t epoch, uint64_t num)
     return f;
 }
 
+/* one_slice: a SLICE of operation 0 (epoch 7) from src to dst announcing count int64 */
+static frame
+one_slice(int64_t src, int64_t dst, int64_t count)
+{
+    frame f = one_frame(FRAME_SLICE, 7, 0);
+    f.src = src;
+    f.dst = dst;
+    f.dtype = A2A_INT64;
+    f.count = count;
+    return f;
+}
+
+/* one_ready: rank 1's READY of operation 0 in epoch: it expects *counts from rank 0 (srcs and
+ * counts: one element each, the caller's) */
+static frame
+one_ready(uint64_t epoch, int64_t *srcs, int64_t *counts)
+{
+    frame f = one_frame(FRAME_READY, epoch, 0);
+    f.dst = 1;
+    f.dtype = A2A_INT64;
+    f.n = 1;
+    f.srcs = srcs;
+    f.counts = counts;
+    return f;
+}
+
 /* one_count: actions of type (and frame type ft, when OPA_SEND; -1: any) in t->o */
 static size_t
 one_count(const one *t, op_act_type type, int ft)
@@ -146,11 +172,7 @@ test_count_mismatch(void)
     CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 1);
     CU_ASSERT_EQUAL(one_count(&t, OPA_COPY, -1), 1); /* 0 -> 0, by the call's own thread */
     op_out_reset(&t.o);
-    frame f = one_frame(FRAME_SLICE, 7, 0);
-    f.src = 1;
-    f.dst = 0;
-    f.dtype = A2A_INT64;
-    f.count = 601;
+    frame f = one_slice(1, 0, 601);
     op_frame(&t.o, t.g, 1, 11, &f);
     CU_ASSERT_EQUAL(op->status, A2A_ERR_COUNT_MISMATCH);
     CU_ASSERT_STRING_EQUAL(op->msg, "rank 1 sends 601 int64 to rank 0, which expects 600");
@@ -166,13 +188,8 @@ test_count_mismatch(void)
     one_init(&t, 1, 600, 1, 600);
     op = one_arrive(&t, 0);
     op_out_reset(&t.o);
-    f = one_frame(FRAME_READY, 7, 0);
     int64_t srcs[] = {0}, counts[] = {599};
-    f.dst = 1;
-    f.dtype = A2A_INT64;
-    f.n = 1;
-    f.srcs = srcs;
-    f.counts = counts;
+    f = one_ready(7, srcs, counts);
     op_frame(&t.o, t.g, 1, 11, &f);
     CU_ASSERT_EQUAL(op->status, A2A_ERR_COUNT_MISMATCH);
     CU_ASSERT_STRING_EQUAL(op->msg, "rank 0 sends 600 int64 to rank 1, which expects 599");
@@ -188,23 +205,14 @@ test_duplicates(void)
     one_init(&t, 1, 600, 1, 600);
     op_op *op = one_arrive(&t, 0);
     op_out_reset(&t.o);
-    frame f = one_frame(FRAME_READY, 7, 0);
     int64_t srcs[] = {0}, counts[] = {600};
-    f.dst = 1;
-    f.dtype = A2A_INT64;
-    f.n = 1;
-    f.srcs = srcs;
-    f.counts = counts;
+    frame f = one_ready(7, srcs, counts);
     op_frame(&t.o, t.g, 1, 11, &f);
     op_frame(&t.o, t.g, 1, 11, &f);
     CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_SLICE), 1);
     CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 1);
     CU_ASSERT_EQUAL(op->status, A2A_OK);
-    frame s = one_frame(FRAME_SLICE, 7, 0);
-    s.src = 1;
-    s.dst = 0;
-    s.dtype = A2A_INT64;
-    s.count = 600;
+    frame s = one_slice(1, 0, 600);
     op_frame(&t.o, t.g, 1, 11, &s);
     op_frame(&t.o, t.g, 1, 11, &s);
     CU_ASSERT_EQUAL(op->status, A2A_OK);
@@ -230,11 +238,7 @@ test_data_order(void)
     d.dst = 0;
     CU_ASSERT_PTR_NULL(op_data_target(&t.o, t.g, 1, &d, 800, &off)); /* before its SLICE */
     CU_ASSERT_EQUAL(op->status, A2A_OK);
-    frame s = one_frame(FRAME_SLICE, 7, 0);
-    s.src = 1;
-    s.dst = 0;
-    s.dtype = A2A_INT64;
-    s.count = 600;
+    frame s = one_slice(1, 0, 600);
     op_frame(&t.o, t.g, 1, 11, &s);
     CU_ASSERT_PTR_EQUAL(op_data_target(&t.o, t.g, 1, &d, 2400, &off), &t.c);
     CU_ASSERT_EQUAL(off, 8); /* after the element from rank 0 */
@@ -265,11 +269,7 @@ test_eager_before(void)
     uint8_t *bytes = malloc(24);
     memset(bytes, 0xab, 24);
     one_init(&t, 1, 1, 1, 3);
-    frame s = one_frame(FRAME_SLICE, 7, 0);
-    s.src = 1;
-    s.dst = 0;
-    s.dtype = A2A_INT64;
-    s.count = 3;
+    frame s = one_slice(1, 0, 3);
     s.payload = bytes;
     s.payload_len = 24;
     op_frame(&t.o, t.g, 1, 11, &s); /* before rank 0's call: it makes operation 0 */
@@ -328,13 +328,8 @@ test_older_epoch(void)
     one_init(&t, 1, 600, 1, 600);
     op_op *op = one_arrive(&t, 0);
     op_out_reset(&t.o);
-    frame r = one_frame(FRAME_READY, 6, 0);
     int64_t srcs[] = {0}, counts[] = {600};
-    r.dst = 1;
-    r.dtype = A2A_INT64;
-    r.n = 1;
-    r.srcs = srcs;
-    r.counts = counts;
+    frame r = one_ready(6, srcs, counts);
     op_frame(&t.o, t.g, 1, 11, &r);
     CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_ABORT) >= 2, 1);
     int e6 = 0, e7 = 0;
@@ -381,19 +376,10 @@ test_zero(void)
     one_init(&t, 0, 0, 0, 0);
     op_op *op = one_arrive(&t, 0);
     CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 0);
-    frame s = one_frame(FRAME_SLICE, 7, 0);
-    s.src = 1;
-    s.dst = 0;
-    s.dtype = A2A_INT64;
-    s.count = 0;
+    frame s = one_slice(1, 0, 0);
     op_frame(&t.o, t.g, 1, 11, &s);
-    frame r = one_frame(FRAME_READY, 7, 0);
     int64_t srcs[] = {0}, counts[] = {0};
-    r.dst = 1;
-    r.dtype = A2A_INT64;
-    r.n = 1;
-    r.srcs = srcs;
-    r.counts = counts;
+    frame r = one_ready(7, srcs, counts);
     op_frame(&t.o, t.g, 1, 11, &r);
     /* 0 -> 0 is a local copy of nothing */
     const op_act *a = one_find(&t, OPA_COPY, -1);
