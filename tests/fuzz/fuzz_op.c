@@ -127,7 +127,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const int shapes[][MAXN] = {{0, 1, 0, 0}, {0, 0, 1, 0}, {0, 1, 2, 0}, {0, 0, 1, 2}};
     static const size_t sizes[] = {2, 3, 3, 4}, workers[] = {2, 2, 3, 3};
     input in = {data, size};
-    sim *S;
+    static sim *S; /* one, reused: a sim is large */
     event ev[MAXEV];
     size_t steps = 0;
 
@@ -136,7 +136,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t cfg = take(&in);
     size_t shape = cfg % 4, K = 1 + (cfg >> 2) % MAXK;
     int faults = (cfg >> 4) % 4;
-    S = malloc(sizeof(*S));
+    if (S == NULL && (S = malloc(sizeof(*S))) == NULL)
+        abort();
     sim_init(S, sizes[shape], workers[shape], shapes[shape], K, faults, cfg >> 6);
     while (steps++ < MAXSTEPS && S->err[0] == '\0') {
         size_t ne = enabled(S, ev), progress = 0;
@@ -161,6 +162,5 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     sim_fini(S);
-    free(S);
     return 0;
 }

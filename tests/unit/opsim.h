@@ -19,7 +19,7 @@
 #define MAXW 3
 #define MAXN 4
 #define MAXK 3       /* calls per rank */
-#define MAXQ 256     /* frames queued on one link */
+#define MAXQ 128     /* frames queued on one link */
 #define CHUNK (2400) /* bytes of a DATA frame: slices of 600 int64 go in two */
 
 typedef struct {
@@ -851,11 +851,13 @@ __attribute__((unused)) static int
 run_once(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned mix, path *p,
          unsigned *rnd, fpset *seen, char *err, size_t errlen)
 {
-    sim *S = malloc(sizeof(*S));
+    static sim *S; /* one, reused: runs are many and a sim is large (mmap and page faults) */
     event ev[MAXEV];
     size_t step = 0, ne, prefix = p != NULL && p->len > 0 ? p->len - 1 : 0;
     int rc, pruned = 0;
 
+    if (S == NULL && (S = malloc(sizeof(*S))) == NULL)
+        abort();
     sim_init(S, n, nw, where, K, faults, mix);
     for (;;) {
         ne = enabled(S, ev);
@@ -902,7 +904,6 @@ run_once(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned m
     rc = S->err[0] != '\0' ? -1 : 0;
     snprintf(err, errlen, "%s", S->err);
     sim_fini(S);
-    free(S);
     return rc;
 }
 
