@@ -65,6 +65,7 @@ struct local_sess {
     uint32_t pipe_id;  /* the RPC connection it came on: when that closes, the job is gone */
     int gone;          /* out of s->live already: released when its last call ends */
     local_kind *kinds; /* a local session's memfds (under srv->mtx) */
+    int ever_shared;   /* it handed over a shared buffer once: its mode is shared (ListJobs) */
 };
 
 struct local_srv {
@@ -276,6 +277,7 @@ kind_note(local_sess *ls, int fd, uint64_t addr)
     if (k != NULL) {
         k->next = ls->kinds;
         ls->kinds = k;
+        ls->ever_shared |= !k->staging;
     }
     pthread_mutex_unlock(&s->mtx);
 }
@@ -837,9 +839,9 @@ local_list(local_srv *s, rpc_ctx *ctx)
             j->calls = x->ncalls;
         }
         snprintf(j->mode, sizeof(j->mode), "%s",
-                 x->remote       ? "remote"
-                 : j->shared > 0 ? "shared"
-                                 : "staging");
+                 x->remote                         ? "remote"
+                 : j->shared > 0 || x->ever_shared ? "shared"
+                                                   : "staging");
         l.n++;
     }
     pthread_mutex_unlock(&s->mtx);

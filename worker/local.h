@@ -70,7 +70,8 @@ int local_set_key(local_srv *s, const auth_key *key);
 void local_watch(local_srv *s, rpc_server *rpc);
 
 /* local_list answers ListJobs: every session that holds a rank, with its mode (remote, shared:
- * a local job that handed over shared buffers, staging: a local job with plain buffers only). */
+ * a local job that has handed over a shared buffer since it came, staging: a local job with plain
+ * buffers only). */
 a2a_status local_list(local_srv *s, rpc_ctx *ctx);
 
 /* local_free stops listening, closes every session, waits for their threads, unlinks the socket
