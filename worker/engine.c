@@ -777,7 +777,7 @@ a2a_status
 engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t *next, char *err,
                       size_t errlen)
 {
-    eng_call c = {.a = a, .sess = a->job.sess, .status = A2A_OK, .done = done};
+    eng_call c = {.a = a, .sess = a->job.sess, .done = done};
     int64_t timeout = a->timeout_ms > 0 ? a->timeout_ms : ENGINE_DEFAULT_TIMEOUT_MS;
     int64_t unused, deadline;
     a2a_status st;

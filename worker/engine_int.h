@@ -67,8 +67,6 @@ struct eng_call {
     op_call oc;
     const wire_a2av *a;
     xfer_sess *sess;
-    a2a_status status;
-    char msg[1024];
     int pins; /* transfers using its memory right now */
     pthread_cond_t cv;
     uint8_t *pre;     /* the eager slices' bytes, read before the call entered (or NULL) */
