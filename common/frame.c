@@ -108,6 +108,13 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
             pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->src) ||
             msgpack_pack_int64(&pk, f->dst) || msgpack_pack_uint64(&pk, f->offset);
         break;
+    case FRAME_WHERE:
+        r = msgpack_pack_array(&pk, 4) || msgpack_pack_int(&pk, f->type) || pack_opid(&pk, &f->id);
+        break;
+    case FRAME_HERE:
+        r = msgpack_pack_array(&pk, 5) || msgpack_pack_int(&pk, f->type) ||
+            pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->count);
+        break;
     case FRAME_ABORT:
         r = msgpack_pack_array(&pk, 7) || msgpack_pack_int(&pk, f->type) ||
             pack_opid(&pk, &f->id) || msgpack_pack_int(&pk, f->status) ||
@@ -211,7 +218,8 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
     int32_t st = 0;
     static const uint32_t fields[] = {
         [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
-        [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2};
+        [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2,
+        [FRAME_WHERE] = 4, [FRAME_HERE] = 5};
     if (n != fields[f->type])
         return msg_fail(err, errlen, "frame type %d with %u fields", f->type, n);
     switch (f->type) {
@@ -247,6 +255,13 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
                        wire_u64(&f->offset, &a[6], "offset", err, errlen)
                    ? -1
                    : 0;
+    case FRAME_WHERE: return opid_decode(&f->id, &a[1], err, errlen);
+    case FRAME_HERE:
+        if (opid_decode(&f->id, &a[1], err, errlen) ||
+            wire_i64(&f->count, &a[4], "count", err, errlen))
+            return -1;
+        return f->count < -1 ? msg_fail(err, errlen, "HERE with number %lld", (long long)f->count)
+                             : 0;
     case FRAME_ABORT:
         if (opid_decode(&f->id, &a[1], err, errlen) ||
             small_field(&st, &a[4], A2A_STATUS_COUNT - 1, "status", err, errlen) ||
@@ -278,7 +293,7 @@ frame_header_decode(frame *f, const uint8_t *buf, size_t len, uint64_t payload_l
         goto out;
     }
     type = 0;
-    if (small_field(&type, &root.via.array.ptr[0], FRAME_WELCOME, "frame type", err, errlen) != 0)
+    if (small_field(&type, &root.via.array.ptr[0], FRAME_TYPE_MAX, "frame type", err, errlen) != 0)
         goto out;
     if (type < FRAME_HELLO) {
         msg_fail(err, errlen, "unknown frame type %d", type);

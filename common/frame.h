@@ -46,7 +46,10 @@ typedef enum {
     FRAME_HEARTBEAT = 6, /* the link is alive */
     FRAME_CHALLENGE = 7, /* from the listener, with a token: the nonce HELLO must answer */
     FRAME_WELCOME = 8,   /* from the listener, with a token: its proof for HELLO's nonce */
+    FRAME_WHERE = 9,     /* a new job's first call asks where a group's ranks are (id.op: token) */
+    FRAME_HERE = 10,     /* the answer: count, the number a call joining now takes (-1: none) */
 } frame_type;
+#define FRAME_TYPE_MAX FRAME_HERE
 
 /* The label of a link's proofs: HMAC(secret, label || nonce || worker || incarnation). The
  * dialer proves the token for the CHALLENGE nonce, as itself; the listener for the HELLO nonce,
@@ -77,7 +80,7 @@ typedef struct {
     size_t n;                        /* READY */
     int64_t *srcs;                   /* READY, malloc'd */
     int64_t *counts;                 /* READY, malloc'd */
-    int64_t count;                   /* SLICE: the sender's count */
+    int64_t count;                   /* SLICE: the sender's count; HERE: a number, or -1 */
     a2a_status status;               /* SLICE, ABORT */
     uint64_t offset;                 /* DATA: byte offset in the slice */
     uint64_t resync;                 /* ABORT: 0, or the lowest number the next calls may take */

@@ -1883,9 +1883,18 @@ all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
     char why[512];
     a2a_status st;
 
-    if ((st = check_name(job, &group)) != A2A_OK || (st = check_pointers(job, args)) != A2A_OK ||
-        (st = group_size(job, group, &w.n, &me)) != A2A_OK)
+    if ((st = check_name(job, &group)) != A2A_OK || (st = check_pointers(job, args)) != A2A_OK)
         return st;
+    if ((st = group_size(job, group, &w.n, &me)) != A2A_OK) {
+        /* our worker could not be asked: the other members' calls of this round went on
+         * without ours, so its number is spent as if it had been sent (a2a_all_to_all_v puts
+         * it back), and lockstep ranks stay at the same number */
+        if (st == A2A_ERR_UNAVAILABLE || st == A2A_ERR_DEADLINE_EXCEEDED) {
+            snprintf(w.group, sizeof(w.group), "%s", group);
+            opnum_take(job, &w);
+        }
+        return st;
+    }
     if ((w.counts = malloc(4 * w.n * sizeof(int64_t))) == NULL)
         return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     fill_request(job, &w, args, group);

@@ -259,6 +259,11 @@ group_install(engine *e, op_group *g)
         old->next = NULL;
         old->retired = 1;
         group_seq_carry(&g->seq, &old->seq);
+        for (op_call *c = old->asks; c != NULL; c = c->ask_next)
+            op_ask_fail(&o, c, A2A_ERR_UNAVAILABLE,
+                        "group changed while the call asked where its ranks are (a member "
+                        "worker restarted or the group was redefined); the next call uses the "
+                        "new group");
         for (op_op *op = old->ops; op != NULL; op = op->next)
             if (op->status == A2A_OK && op->arrived > op->left) {
                 op_fail(&o, op, A2A_ERR_UNAVAILABLE, 0, "%s", why);
@@ -418,8 +423,8 @@ static void
 wake(eng_call *c)
 {
     pthread_cond_broadcast(&c->cv);
-    if (op_call_done(&c->oc) && c->done != NULL && !c->done->called && c->pins == 0 &&
-        c->ntodo == 0 && !c->oc.finished && c->oc.op->status == A2A_OK) {
+    if (c->oc.op != NULL && op_call_done(&c->oc) && c->done != NULL && !c->done->called &&
+        c->pins == 0 && c->ntodo == 0 && !c->oc.finished && c->oc.op->status == A2A_OK) {
         c->done->called = 1;
         c->done->next = (int64_t)c->oc.num + 1;
         c->done->fn(c->done->arg);
@@ -462,6 +467,13 @@ engine_frame(engine *e, eng_peer *p, frame *f)
     op_group *g = engine_group_find(e, f->id.group);
     op_out o;
 
+    if (f->type == FRAME_WHERE || f->type == FRAME_HERE) { /* of any epoch, resolved or not */
+        op_out_init(&o);
+        op_where(&o, g, p->idx, f);
+        engine_run(e, &o);
+        op_out_fini(&o);
+        return;
+    }
     if (g == NULL || g->epoch < f->id.epoch) { /* not resolved yet, or we are behind */
         if (g != NULL)
             g->stale = 1;
@@ -640,6 +652,62 @@ unpin_wait(engine *e, eng_call *c, int64_t deadline)
     }
 }
 
+/* ask_where asks the member workers where g is for c, a new job's first call (op_ask), and
+ * waits for their answers until deadline; A2A_OK, or the failure with err. Under e->mtx. */
+static a2a_status
+ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, char *err, size_t errlen)
+{
+    op_out o;
+    int r;
+    a2a_status st = A2A_OK;
+
+    op_out_init(&o);
+    r = op_ask(&o, g, &c->oc);
+    engine_run(e, &o);
+    if (r < 0) {
+        op_out_fini(&o);
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "worker %s is out of memory",
+                           e->self->name);
+    }
+    while (r > 0 && c->oc.asking) {
+        int64_t left = deadline - rpc_now_ms();
+        struct timespec ts;
+        if (left <= 0 || e->stopping) {
+            char msg[400];
+            size_t len = 0;
+            for (size_t p = 0; p < e->env.nworkers && len < sizeof(msg) / 2; p++)
+                if (c->oc.ask_wait[p])
+                    len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%s%s",
+                                            len > 0 ? ", " : "", e->env.workers[p]);
+            if (e->stopping)
+                op_ask_fail(&o, &c->oc, A2A_ERR_UNAVAILABLE, "the worker is stopping");
+            else {
+                char why[800];
+                snprintf(why, sizeof(why),
+                         "the first call of group rank %lld's job on group \"%s\" asked where "
+                         "the group's ranks are and got no answer from worker(s) %s in time",
+                         (long long)c->oc.grank, g->name, msg);
+                op_ask_fail(&o, &c->oc, A2A_ERR_DEADLINE_EXCEEDED, why);
+            }
+            engine_run(e, &o);
+            break;
+        }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        left = left > 200 ? 200 : left;
+        ts.tv_nsec += (left % 1000) * 1000000;
+        ts.tv_sec += left / 1000 + ts.tv_nsec / 1000000000;
+        ts.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&c->cv, &e->mtx, &ts);
+    }
+    if (r > 0 && c->oc.ask_st != A2A_OK)
+        st = status_fail(err, errlen, c->oc.ask_st, "%s", c->oc.ask_msg);
+    if (g->retired && st == A2A_OK) /* cannot happen: a retired group fails its asks */
+        st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "group \"%s\" changed", g->name);
+    (void)op_ask_end(g, &c->oc); /* may free g when it retired */
+    op_out_fini(&o);
+    return st;
+}
+
 /* call_run numbers c (group_seq_begin), enters it into that operation of g, copies local pairs
  * and waits; *next is the number of the rank's next call. Under e->mtx. */
 static a2a_status
@@ -666,7 +734,16 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
         op_fail_num(&o, g, (uint64_t)c->a->op_next - 1, A2A_ERR_UNAVAILABLE, 1, why);
         engine_run(e, &o);
     }
-    num = group_seq_begin(&g->seq, l, c->a->op_next, (int)c->a->op_failed);
+    int64_t job_next = c->a->op_next;
+    if (job_next < 0 && !g->seq.known[l]) { /* a new job, and we know nothing of the rank */
+        a2a_status ast = ask_where(e, g, c, deadline, err, errlen);
+        if (ast != A2A_OK) {
+            op_out_fini(&o);
+            return ast; /* not numbered: the job's next call asks again */
+        }
+        job_next = (int64_t)op_ask_number(g, &c->oc);
+    }
+    num = group_seq_begin(&g->seq, l, job_next, (int)c->a->op_failed);
     op_op *op = op_get(g, num, 1);
     uint8_t *buf = NULL;
     a2a_status st;

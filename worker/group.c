@@ -209,6 +209,25 @@ group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed)
     return num;
 }
 
+int64_t
+group_seq_where(const group_seq *gs)
+{
+    int64_t w = -1;
+    for (size_t i = 0; i < gs->nlocal; i++) {
+        uint64_t n;
+        if (!gs->known[i])
+            continue;
+        n = gs->next[i];
+        if (gs->busy[i] && group_seq_failed(gs, n - 1) == NULL)
+            n--; /* in operation next - 1, which may still meet a newcomer */
+        if (gs->jump[i] > n)
+            n = gs->jump[i];
+        if (n <= (uint64_t)INT64_MAX && (int64_t)n > w)
+            w = (int64_t)n;
+    }
+    return w;
+}
+
 void
 group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st)
 {

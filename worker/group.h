@@ -124,6 +124,17 @@ int group_seq_resync(group_seq *gs, uint64_t r, uint64_t max_op);
  */
 uint64_t group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed);
 
+/*
+ * group_seq_where returns the number a call that joins the group now should take, by what
+ * this worker knows: the highest, over its local ranks whose numbers are known, of the
+ * operation a rank is in (the next one when that failed) or the number of its next call
+ * (a resync due for it included); -1 when no local rank's number is known. A new job's
+ * first call on a worker that knows nothing of its rank takes the highest answer of every
+ * member worker (FRAME_WHERE, FRAME_HERE), so that it meets the others' calls instead of
+ * guessing 0.
+ */
+int64_t group_seq_where(const group_seq *gs);
+
 /* group_seq_end records how local rank lidx's call of operation num ended. */
 void group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st);
 

@@ -208,7 +208,7 @@ group_sweep(op_group *g)
         g->nops--;
         op_free(op);
     }
-    if (g->retired && g->ops == NULL) {
+    if (g->retired && g->ops == NULL && g->asks == NULL) {
         group_free(g);
         return 1;
     }
@@ -312,6 +312,15 @@ op_peer_lost(op_out *o, op_group *g, int peer, const char *why)
     g->stale = 1;
     for (op_op *op = g->ops; op != NULL; op = op->next)
         op_fail(o, op, A2A_ERR_UNAVAILABLE, 1, "%s", why);
+    for (op_call *c = g->asks; c != NULL; c = c->ask_next)
+        if (c->asking && c->ask_wait[peer]) {
+            char msg[sizeof(c->ask_msg)];
+            snprintf(msg, sizeof(msg),
+                     "cannot ask worker %s where group \"%s\" is, for the first call of group "
+                     "rank %lld's job: %s",
+                     peer_name(g, peer), g->name, (long long)c->grank, why);
+            op_ask_fail(o, c, A2A_ERR_UNAVAILABLE, msg);
+        }
 }
 
 void
@@ -658,6 +667,106 @@ op_deadline(op_out *o, op_op *op, const op_call *c, int64_t timeout_ms)
             (unsigned long long)op->num, op->g->name, (long long)timeout_ms, miss);
 }
 
+/* ---- asking where the group is ---- */
+
+int
+op_ask(op_out *o, op_group *g, op_call *c)
+{
+    size_t nw = g->env->nworkers;
+    frame f = {.type = FRAME_WHERE};
+
+    c->asking = 0;
+    c->ask_left = 0;
+    c->ask_num = -1;
+    c->ask_st = A2A_OK;
+    c->ask_msg[0] = '\0';
+    if ((c->ask_wait = calloc(nw > 0 ? nw : 1, 1)) == NULL)
+        return -1;
+    for (size_t r = 0; r < g->n; r++) {
+        int p = g->peer[r];
+        if (p >= 0 && (size_t)p < nw && !c->ask_wait[p]) {
+            c->ask_wait[p] = 1;
+            c->ask_left++;
+        }
+    }
+    if (c->ask_left == 0) {
+        free(c->ask_wait);
+        c->ask_wait = NULL;
+        return 0;
+    }
+    c->ask_token = ++g->ask_seq;
+    c->asking = 1;
+    c->ask_next = g->asks;
+    g->asks = c;
+    snprintf(f.id.group, sizeof(f.id.group), "%s", g->name);
+    f.id.epoch = g->epoch;
+    f.id.op = c->ask_token;
+    for (size_t p = 0; p < nw; p++)
+        if (c->ask_wait[p] && send_frame(o, (int)p, NULL, &f) == NULL) {
+            op_ask_fail(o, c, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+            break;
+        }
+    return 1;
+}
+
+void
+op_ask_fail(op_out *o, op_call *c, a2a_status st, const char *msg)
+{
+    if (!c->asking)
+        return;
+    c->asking = 0;
+    c->ask_st = st;
+    snprintf(c->ask_msg, sizeof(c->ask_msg), "%s", msg);
+    push_call(o, OPA_WAKE, c);
+}
+
+uint64_t
+op_ask_number(const op_group *g, const op_call *c)
+{
+    int64_t here = group_seq_where(&g->seq), n = c->ask_num > here ? c->ask_num : here;
+    return n > 0 ? (uint64_t)n : 0;
+}
+
+int
+op_ask_end(op_group *g, op_call *c)
+{
+    for (op_call **pp = &g->asks; *pp != NULL; pp = &(*pp)->ask_next)
+        if (*pp == c) {
+            *pp = c->ask_next;
+            break;
+        }
+    c->ask_next = NULL;
+    c->asking = 0;
+    free(c->ask_wait);
+    c->ask_wait = NULL;
+    return group_sweep(g);
+}
+
+void
+op_where(op_out *o, op_group *g, int peer, const frame *f)
+{
+    if (f->type == FRAME_WHERE) {
+        frame r = {.type = FRAME_HERE, .id = f->id, .count = -1};
+        if (g != NULL)
+            r.count = group_seq_where(&g->seq);
+        (void)send_frame(o, peer, NULL, &r);
+        return;
+    }
+    if (f->type != FRAME_HERE || g == NULL || peer < 0 || (size_t)peer >= g->env->nworkers)
+        return;
+    for (op_call *c = g->asks; c != NULL; c = c->ask_next)
+        if (c->asking && c->ask_token == f->id.op && c->ask_wait[peer]) {
+            c->ask_wait[peer] = 0;
+            if (f->count > c->ask_num)
+                c->ask_num = f->count;
+            if (--c->ask_left == 0) {
+                c->asking = 0;
+                push_call(o, OPA_WAKE, c);
+            }
+            return;
+        }
+}
+
 /* ---- frames ---- */
 
 /* reply_abort tells peer that the operation of f failed (or is gone); resync: 0, or where
@@ -836,6 +945,10 @@ op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f)
     const group_failed *h;
     op_op *op;
 
+    if (f->type == FRAME_WHERE || f->type == FRAME_HERE) { /* of any epoch */
+        op_where(o, g, peer, f);
+        return;
+    }
     if (g->epoch > f->id.epoch) {
         older_epoch(o, g, peer, f);
         (void)group_sweep(g);

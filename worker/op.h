@@ -78,6 +78,15 @@ typedef struct op_call {
     int64_t self_copied;    /* grank + 1 when the job copied its own slice itself */
     size_t sends_left, recvs_left;
     int finished; /* its thread has given up on it: no new work for it */
+    /* asking the member workers where the group is (op_ask), before it has a number */
+    struct op_call *ask_next; /* in its group's list of asking calls */
+    int asking;               /* 1 while answers are awaited */
+    uint64_t ask_token;
+    size_t ask_left;   /* answers still awaited */
+    uint8_t *ask_wait; /* by peer: 1 while its answer is awaited */
+    int64_t ask_num;   /* the highest number heard (-1: none) */
+    a2a_status ask_st; /* not A2A_OK: the ask failed, ask_msg says why */
+    char ask_msg[512];
 } op_call;
 
 typedef enum { TX_WAIT, TX_READY, TX_EAGER, TX_MOVING, TX_DONE } op_tx_state;
@@ -123,8 +132,10 @@ struct op_group {
     group_seq seq; /* operation numbers, failures (group.h) */
     op_op *ops;
     size_t nops;
-    int stale;   /* resolve again before the next operation */
-    int retired; /* replaced by a newer epoch: freed when its last operation goes */
+    int stale;        /* resolve again before the next operation */
+    int retired;      /* replaced by a newer epoch: freed when its last operation and ask go */
+    op_call *asks;    /* calls asking where the group is (op_ask) */
+    uint64_t ask_seq; /* the last ask's token */
 };
 
 typedef enum {
@@ -192,7 +203,8 @@ void op_deadline(op_out *o, op_op *op, const op_call *c, int64_t timeout_ms);
 /* op_leave: c left op; frees what nobody needs any more. 1 when g itself was freed (retired). */
 int op_leave(op_op *op, op_call *c);
 
-/* op_frame handles a READY, SLICE (eager or not) or ABORT frame of g's epoch or an older one
+/* op_frame handles a READY, SLICE (eager or not) or ABORT frame of g's epoch or an older one, or
+ * a WHERE or HERE of any epoch (op_where),
  * from worker peer; source: the peer's incarnation, told apart by peer (group_seq_differ).
  * Takes f->payload when it keeps it. */
 void op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f);
@@ -213,6 +225,30 @@ void op_sent(op_out *o, op_call *c, int64_t d, int rv);
 void op_copied(op_out *o, op_op *op, int64_t s, int64_t d, int rv, int wr);
 /* op_call_done: every pair of c is done. */
 int op_call_done(const op_call *c);
+
+/*
+ * Asking where the group is. The first call of a new job on a rank this worker knows no
+ * number of (the worker started, or restarted, since that rank's last call) has nothing to
+ * number it by: guessing 0 would put it one or more operations away from the others' calls,
+ * and ranks that retry in lockstep would stay apart. It asks every member worker instead
+ * (FRAME_WHERE) and takes the highest of their answers (FRAME_HERE, group_seq_where) and its
+ * own. op_ask starts that for c (lidx set, not numbered yet): 0 when no other worker hosts a
+ * member (number it now, by op_ask_number), 1 when asking (OPA_WAKE on c when the last
+ * answer came or the ask failed: ask_st), -1 out of memory.
+ */
+int op_ask(op_out *o, op_group *g, op_call *c);
+/* op_ask_fail ends c's ask with st and msg (its deadline, the group retired); nothing when it
+ * ended already. */
+void op_ask_fail(op_out *o, op_call *c, a2a_status st, const char *msg);
+/* op_ask_number returns the number c takes after its ask ended well: the highest answer, or
+ * this worker's own (group_seq_where), or 0 when nobody knows. */
+uint64_t op_ask_number(const op_group *g, const op_call *c);
+/* op_ask_end takes c out of g's asks (once its ask ended, or to give up); 1 when g itself was
+ * freed (retired, nothing left in it). */
+int op_ask_end(op_group *g, op_call *c);
+/* op_where handles a WHERE (answered with HERE) or HERE frame from peer, of any epoch; g: the
+ * group of that name here, or NULL when this worker has not resolved it (the answer is -1). */
+void op_where(op_out *o, op_group *g, int peer, const frame *f);
 
 /* op_missing writes the group ranks c still waits for. */
 void op_missing(const op_call *c, char *buf, size_t len);

@@ -45,8 +45,9 @@ pick_rank(uint8_t b, size_t n)
 static void
 hostile(sim *S, input *in)
 {
-    static const frame_type types[] = {FRAME_READY, FRAME_SLICE, FRAME_ABORT, FRAME_DATA};
-    frame f = {.type = types[take(in) % 4]};
+    static const frame_type types[] = {FRAME_READY, FRAME_SLICE, FRAME_ABORT,
+                                       FRAME_DATA,  FRAME_WHERE, FRAME_HERE};
+    frame f = {.type = types[take(in) % 6]};
     int from = take(in) % (int)S->nw, to = take(in) % (int)S->nw;
     int64_t srcs[MAXN + 1], counts[MAXN + 1];
     uint8_t payload[64];
@@ -90,6 +91,8 @@ hostile(sim *S, input *in)
         f.status = (a2a_status)(take(in) % 10);
         f.resync = take(in) % 3 == 0 ? take(in) : 0;
         snprintf(f.message, sizeof(f.message), "hostile");
+    } else if (f.type == FRAME_HERE && take(in) % 2) {
+        f.count = -1; /* an answer of a worker that knows nothing */
     } else if (f.type == FRAME_DATA) {
         f.offset = (uint64_t)take(in) * 8;
         plen = 8 * (1 + take(in) % 8);

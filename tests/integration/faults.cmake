@@ -29,6 +29,14 @@ add_test(NAME integration.lockstep
 set_tests_properties(integration.lockstep PROPERTIES TIMEOUT 420 LABELS "integration;faults"
   FAIL_REGULAR_EXPRESSION "FAIL" ENVIRONMENT "LOCKSTEP_RECOVERY_FATAL=0")
 
+# a rank that made a call alone before its peer's worker started, then both in lockstep: the
+# peer's new job asks where the group is (FRAME_WHERE) and the two meet at once
+add_test(NAME integration.resync
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_resync.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.resync PROPERTIES TIMEOUT 120 LABELS "integration;faults"
+  FAIL_REGULAR_EXPRESSION "FAIL")
+
 # a fake peer worker (fakepeer) that trickles a slice past the deadline, and one that floods
 foreach(t trickle flood)
   add_test(NAME integration.${t}

@@ -18,7 +18,7 @@
 
 #define MAXW 3
 #define MAXN 4
-#define MAXK 3       /* calls per rank */
+#define MAXK 4       /* calls per rank */
 #define MAXQ 128     /* frames queued on one link */
 #define CHUNK (2400) /* bytes of a DATA frame: slices of 600 int64 go in two */
 
@@ -42,6 +42,7 @@ typedef struct {
     uint64_t pre_at[MAXN];
     int k;            /* calls made so far */
     int in_call;      /* between arrival and return */
+    int asking;       /* its call asks where the group is (op_ask), before it has a number */
     int64_t job_next; /* the job's next number (-1: first call) */
     int job_failed;
     a2a_status st[MAXK];
@@ -73,10 +74,13 @@ typedef struct {
     int faulted;        /* faults that happened */
     int hostile;        /* frames no worker sent were delivered (fuzz_op.c): data is unchecked */
     int restarts[MAXW]; /* times each worker restarted (its incarnation) */
+    int lockstep;       /* ranks call round k only when every rank returned from round k - 1, faults
+                           come in rounds 0 and 1 only, and the last round must be OK everywhere */
     char err[512];      /* the first broken invariant */
 } sim;
 
 static const char *wnames[MAXW] = {"w0", "w1", "w2"};
+static int sim_lockstep; /* the next sims are in lockstep (sim.lockstep) */
 
 static int64_t
 elem(uint64_t num, int64_t s, int64_t d, int64_t i)
@@ -112,6 +116,7 @@ sim_init(sim *S, size_t n, size_t nw, const int *where, size_t K, int faults, un
     S->nw = nw;
     S->K = K;
     S->faults = faults;
+    S->lockstep = sim_lockstep;
     for (size_t w = 0; w < nw; w++)
         S->names[w] = wnames[w];
     for (size_t w = 0; w < nw; w++) {
@@ -291,7 +296,8 @@ typedef enum {
     EV_RETURN,
     EV_DEADLINE,
     EV_LOSS,
-    EV_RESTART
+    EV_RESTART,
+    EV_DOWN /* a restart after which what was queued for the worker is lost too (it was down) */
 } ev_type;
 
 typedef struct {
@@ -312,8 +318,12 @@ enabled(const sim *S, event *ev)
     size_t n = 0;
     for (size_t i = 0; i < S->n; i++) {
         const rank *R = &S->r[i];
-        if (!R->in_call && (size_t)R->k < S->K)
-            ev[n++] = (event){EV_ARRIVE, (int)i, 0};
+        int barrier = 0; /* lockstep: a rank is still in an earlier round, or in this one */
+        for (size_t j = 0; S->lockstep && !R->asking && j < S->n; j++)
+            barrier |=
+                S->r[j].k < R->k || (S->r[j].k == R->k && (S->r[j].in_call || S->r[j].asking));
+        if (!R->in_call && (R->asking ? !R->oc.asking : (size_t)R->k < S->K && !barrier))
+            ev[n++] = (event){EV_ARRIVE, (int)i, 0}; /* a call, or the end of its ask */
         if (R->in_call && R->ntodo > 0 && R->oc.op->status == A2A_OK)
             ev[n++] = (event){EV_COPY, (int)i, 0};
         if (can_return(R))
@@ -329,15 +339,20 @@ enabled(const sim *S, event *ev)
                 ev[n++] = (event){EV_CHUNK, (int)w, (int)j};
                 break; /* one stream at a time per worker: the sender's round */
             }
-    if (S->faulted < S->faults) {
+    int late = 0;
+    for (size_t i = 0; S->lockstep && i < S->n; i++)
+        late |= S->r[i].k > 2;
+    if (S->faulted < S->faults && !late) {
         for (size_t i = 0; i < S->n; i++)
-            if (S->r[i].in_call && !can_return(&S->r[i]))
+            if ((S->r[i].in_call && !can_return(&S->r[i])) || (S->r[i].asking && S->r[i].oc.asking))
                 ev[n++] = (event){EV_DEADLINE, (int)i, 0};
         for (size_t a = 0; a < S->nw; a++)
             for (size_t b = a + 1; b < S->nw; b++)
                 ev[n++] = (event){EV_LOSS, (int)a, (int)b};
         for (size_t w = 0; w < S->nw; w++)
             ev[n++] = (event){EV_RESTART, (int)w, 0};
+        for (size_t w = 0; S->lockstep && w < S->nw; w++)
+            ev[n++] = (event){EV_DOWN, (int)w, 0};
     }
     return n;
 }
@@ -347,10 +362,43 @@ arrive(sim *S, int i)
 {
     rank *R = &S->r[i];
     op_group *g = S->g[R->w];
-    int k = R->k++;
+    int k;
     size_t l = (size_t)g->lidx[i];
     op_out o;
-    uint64_t num = group_seq_begin(&g->seq, l, R->job_next, R->job_failed);
+    int64_t job_next = R->job_next;
+
+    if (R->asking) { /* its ask ended: failed (the call returns, not numbered), or its number */
+        k = R->k - 1;
+        R->asking = 0;
+        if (R->oc.ask_st != A2A_OK) {
+            R->st[k] = R->oc.ask_st;
+            R->returned[k]++;
+            (void)op_ask_end(g, &R->oc);
+            return;
+        }
+        job_next = (int64_t)op_ask_number(g, &R->oc);
+        (void)op_ask_end(g, &R->oc);
+    } else {
+        k = R->k++;
+        if (job_next < 0 && !g->seq.known[l]) { /* engine.c's ask_where */
+            int r;
+            memset(&R->oc, 0, sizeof(R->oc));
+            R->oc.grank = i;
+            R->oc.lidx = (int)l;
+            op_out_init(&o);
+            r = op_ask(&o, g, &R->oc);
+            run(S, R->w, &o);
+            op_out_fini(&o);
+            if (r < 0)
+                abort(); /* out of memory */
+            if (r > 0) {
+                R->asking = 1;
+                return;
+            }
+            job_next = (int64_t)op_ask_number(g, &R->oc);
+        }
+    }
+    uint64_t num = group_seq_begin(&g->seq, l, job_next, R->job_failed);
     op_op *op = op_get(g, num, 1);
 
     for (size_t d = 0; d < S->n; d++) /* the data names the operation the call is */
@@ -579,6 +627,13 @@ restart(sim *S, int w)
     S->restarts[w]++;
     for (size_t i = 0; i < S->n; i++) {
         rank *R = &S->r[i];
+        if (R->w == w && R->asking) { /* not numbered: the job's next call asks again */
+            R->st[R->k - 1] = A2A_ERR_UNAVAILABLE;
+            R->returned[R->k - 1]++;
+            R->asking = 0;
+            (void)op_ask_end(old, &R->oc);
+            continue;
+        }
         if (R->w != w || !R->in_call)
             continue;
         int k = R->k - 1;
@@ -629,8 +684,8 @@ fire(sim *S, const event *e)
 {
     op_out o;
     if (getenv("OP_TRACE")) {
-        static const char *nm[] = {"arrive", "deliver",  "chunk", "copy",
-                                   "return", "deadline", "loss",  "restart"};
+        static const char *nm[] = {"arrive",   "deliver", "chunk",   "copy", "return",
+                                   "deadline", "loss",    "restart", "down"};
         if (e->type == EV_DELIVER) {
             const frame *f = &S->q[e->a][e->b].m[S->q[e->a][e->b].head].f;
             fprintf(stderr,
@@ -654,12 +709,21 @@ fire(sim *S, const event *e)
     case EV_DEADLINE:
         S->faulted++;
         op_out_init(&o);
-        op_deadline(&o, S->r[e->a].oc.op, &S->r[e->a].oc, 1000);
+        if (S->r[e->a].asking)
+            op_ask_fail(&o, &S->r[e->a].oc, A2A_ERR_DEADLINE_EXCEEDED, "no answer in time");
+        else
+            op_deadline(&o, S->r[e->a].oc.op, &S->r[e->a].oc, 1000);
         run(S, S->r[e->a].w, &o);
         op_out_fini(&o);
         break;
     case EV_LOSS: loss(S, e->a, e->b); break;
     case EV_RESTART: restart(S, e->a); break;
+    case EV_DOWN:
+        restart(S, e->a);
+        for (size_t p = 0; p < S->nw; p++)
+            if ((int)p != e->a)
+                clear_link(S, e->a, (int)p);
+        break;
     }
 }
 
@@ -669,7 +733,16 @@ stuck_calls(sim *S)
 {
     int any = 0;
     for (size_t i = 0; i < S->n; i++)
-        if (S->r[i].in_call && !can_return(&S->r[i])) {
+        if (S->r[i].asking && S->r[i].oc.asking) {
+            op_out o;
+            if (S->faulted == 0)
+                bad(S, "rank %zu hangs asking where the group is, without any fault", i);
+            op_out_init(&o);
+            op_ask_fail(&o, &S->r[i].oc, A2A_ERR_DEADLINE_EXCEEDED, "no answer in time");
+            run(S, S->r[i].w, &o);
+            op_out_fini(&o);
+            any = 1;
+        } else if (S->r[i].in_call && !can_return(&S->r[i])) {
             op_out o;
             if (S->faulted == 0)
                 bad(S, "rank %zu hangs in operation %" PRIu64 " without any fault", i,
@@ -691,6 +764,11 @@ check_end(sim *S)
             const rank *R = &S->r[i];
             if (R->returned[k] != 1)
                 bad(S, "rank %zu call %zu returned %d times", i, k, R->returned[k]);
+            else if (S->lockstep && k == S->K - 1 && R->st[k] != A2A_OK)
+                bad(S,
+                    "rank %zu: lockstep round %zu (the last; faults only in rounds 0 and 1) "
+                    "failed: %s",
+                    i, k, a2a_status_name(R->st[k]));
             else if (S->faulted == 0 && R->st[k] != A2A_OK)
                 bad(S, "rank %zu call %zu failed without any fault: %s", i, k,
                     a2a_status_name(R->st[k]));
@@ -737,6 +815,7 @@ fingerprint(const sim *S)
         h = mix64(h, q->floor);
         h = mix64(h, q->ndiffer);
         h = mix64(h, g->stale);
+        h = mix64(h, g->ask_seq);
         h = mix64(h, (uint64_t)S->restarts[w]);
         /* operations, in order of number (the list's order depends on history) */
         uint64_t ops = 0;
@@ -783,6 +862,13 @@ fingerprint(const sim *S)
         const rank *R = &S->r[i];
         h = mix64(h, (uint64_t)R->k << 32 ^ (uint64_t)R->in_call << 16 ^ (uint64_t)R->job_failed);
         h = mix64(h, (uint64_t)R->job_next);
+        if (R->asking) {
+            h = mix64(h, (uint64_t)R->oc.asking << 48 ^ R->oc.ask_left << 32 ^
+                             (uint64_t)R->oc.ask_st << 24 ^ R->oc.ask_token);
+            h = mix64(h, (uint64_t)R->oc.ask_num);
+            for (size_t w = 0; w < S->nw; w++)
+                h = mix64(h, R->oc.ask_wait != NULL ? R->oc.ask_wait[w] : 2);
+        }
         for (size_t k = 0; k < S->K; k++)
             h = mix64(h, (uint64_t)R->returned[k] << 40 ^ (uint64_t)(uint32_t)R->st[k] ^
                              R->num[k] << 8);

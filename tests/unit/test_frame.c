@@ -531,9 +531,53 @@ test_encode_unknown_type(void)
 
     msgpack_sbuffer_init(&sb);
     CU_ASSERT_EQUAL(frame_header_encode(&sb, &f), -1);
-    f.type = (frame_type)9; /* one past FRAME_WELCOME */
+    f.type = (frame_type)(FRAME_TYPE_MAX + 1); /* one past the last */
     CU_ASSERT_EQUAL(frame_header_encode(&sb, &f), -1);
     msgpack_sbuffer_destroy(&sb);
+}
+
+/* WHERE and HERE round-trip; a HERE below -1 is refused. */
+static void
+test_where_here(void)
+{
+    int64_t nums[] = {-1, 0, 7, INT64_MAX};
+    frame in = {.type = FRAME_WHERE, .id = {.group = "grp", .epoch = 3, .op = 99}}, out;
+    mbuf b;
+
+    round_trip(&in, 0, &out);
+    CU_ASSERT_EQUAL(out.type, FRAME_WHERE);
+    CU_ASSERT_STRING_EQUAL(out.id.group, "grp");
+    CU_ASSERT_EQUAL(out.id.epoch, 3);
+    CU_ASSERT_EQUAL(out.id.op, 99);
+    frame_fini(&out);
+    for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+        in.type = FRAME_HERE;
+        in.count = nums[i];
+        round_trip(&in, 0, &out);
+        CU_ASSERT_EQUAL(out.type, FRAME_HERE);
+        CU_ASSERT_EQUAL(out.count, nums[i]);
+        CU_ASSERT_EQUAL(out.id.op, 99);
+        frame_fini(&out);
+    }
+    mb_init(&b);
+    msgpack_pack_array(&b.pk, 5);
+    msgpack_pack_int(&b.pk, FRAME_HERE);
+    mb_str(&b, "grp");
+    msgpack_pack_uint64(&b.pk, 3);
+    msgpack_pack_uint64(&b.pk, 99);
+    msgpack_pack_int64(&b.pk, -2);
+    expect_fail(b.sb.data, b.sb.size, 0, "HERE with number -2", "HERE below -1");
+    mb_fini(&b);
+    /* no payload on either */
+    mb_init(&b);
+    msgpack_pack_array(&b.pk, 4);
+    msgpack_pack_int(&b.pk, FRAME_WHERE);
+    mb_str(&b, "grp");
+    msgpack_pack_uint64(&b.pk, 3);
+    msgpack_pack_uint64(&b.pk, 99);
+    expect_ok(b.sb.data, b.sb.size, 0, "WHERE");
+    expect_fail(b.sb.data, b.sb.size, 10, NULL, "WHERE with a payload");
+    mb_fini(&b);
 }
 
 static void
@@ -551,7 +595,8 @@ test_fini_zeroed(void)
 /* The number of fields of each type, the type itself included. */
 static const uint32_t nfields[] = {
     [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
-    [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2};
+    [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2,
+    [FRAME_WHERE] = 4, [FRAME_HERE] = 5};
 
 enum field_kind { F_TYPE, F_STR, F_U64, F_I64, F_LIST, F_BIN32 };
 
@@ -569,6 +614,8 @@ kind_of(int t, uint32_t i)
     case FRAME_SLICE: return i == 1 || i == 9 ? F_STR : i <= 3 ? F_U64 : F_I64;
     case FRAME_DATA: return i == 1 ? F_STR : i <= 3 || i == 6 ? F_U64 : F_I64;
     case FRAME_ABORT: return i == 1 || i == 5 ? F_STR : i <= 3 || i == 6 ? F_U64 : F_I64;
+    case FRAME_WHERE:
+    case FRAME_HERE: return i == 1 ? F_STR : i <= 3 ? F_U64 : F_I64;
     }
     return F_I64;
 }
@@ -662,7 +709,7 @@ static void
 test_builder_valid(void)
 {
     mbuf b;
-    for (int t = FRAME_HELLO; t <= FRAME_WELCOME; t++) {
+    for (int t = FRAME_HELLO; t <= FRAME_TYPE_MAX; t++) {
         build(&b, t, nfields[t], -1, W_NIL);
         expect_ok(b.sb.data, b.sb.size, payload_for(t), "built frame");
         mb_fini(&b);
@@ -675,7 +722,7 @@ test_wrong_field_count(void)
     char needle[64];
     mbuf b;
 
-    for (int t = FRAME_HELLO; t <= FRAME_WELCOME; t++) {
+    for (int t = FRAME_HELLO; t <= FRAME_TYPE_MAX; t++) {
         uint32_t counts[] = {1, nfields[t] - 1, nfields[t] + 1, 11, 16};
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
             if (counts[k] == nfields[t] || counts[k] == 0)
@@ -697,11 +744,13 @@ test_wrong_field_types(void)
 {
     mbuf b;
 
-    for (int t = FRAME_HELLO; t <= FRAME_WELCOME; t++)
+    for (int t = FRAME_HELLO; t <= FRAME_TYPE_MAX; t++)
         for (uint32_t i = 0; i < nfields[t]; i++)
             for (int w = 0; w < W_COUNT; w++) {
                 /* every wrong value fails every field, but 2^63 is a valid u64 */
                 if (w == W_BIGU && kind_of(t, i) == F_U64)
+                    continue;
+                if (w == W_NEG && t == FRAME_HERE && i == 4) /* -1: no number known */
                     continue;
                 build(&b, t, nfields[t], i, (enum wrong)w);
                 expect_fail(b.sb.data, b.sb.size, payload_for(t), NULL, "wrong field type");
@@ -1326,6 +1375,7 @@ main(int argc, char **argv)
         {"ABORT round trip", test_abort_round_trip},
         {"encode unknown type", test_encode_unknown_type},
         {"frame_fini on a zeroed frame", test_fini_zeroed},
+        {"WHERE and HERE: round trip, a number below -1", test_where_here},
         {"built headers are valid", test_builder_valid},
         {"wrong field count", test_wrong_field_count},
         {"wrong field types", test_wrong_field_types},

@@ -542,6 +542,22 @@ test_random(void)
     }
 }
 
+/* lockstep ranks (a barrier between rounds, as SPMD programs that retry a failed step) with
+ * any one fault in the first two rounds, a worker down among them: the fourth round is OK on
+ * every rank (recovered within two calls) */
+static void
+test_lockstep(void)
+{
+    static const config c[] = {
+        {2, 2, {0, 1}, 4, 1, 0},
+        {2, 2, {0, 1}, 4, 1, 1},
+        {3, 2, {0, 0, 1}, 4, 1, 2},
+    };
+    sim_lockstep = 1;
+    exhaustive(c, sizeof(c) / sizeof(c[0]), 1);
+    sim_lockstep = 0;
+}
+
 static const cu_test tests[] = {
     {"count_mismatch", test_count_mismatch},
     {"duplicates", test_duplicates},
@@ -555,6 +571,7 @@ static const cu_test tests[] = {
     {"exhaustive_3", test_exhaustive_3},
     {"deep", test_deep},
     {"random", test_random},
+    {"lockstep", test_lockstep},
 };
 
 int
