@@ -959,10 +959,11 @@ remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args 
         else
             st = call(job, "RemoteCall", &rb, w->timeout_ms + CLIENT_SLACK_MS, &rep, &replen);
         msgpack_sbuffer_destroy(&rb);
-        /* the reply's body is our next operation number (none: the call never got through) */
-        opnum_put(job, w,
-                  rep != NULL && wire_a2av_reply_decode(&next, rep, replen, bad, sizeof(bad)) == 0,
-                  next, st);
+        /* the reply's body is our next operation number (none: the call never got through);
+         * decoded before the call: C does not order the evaluation of arguments */
+        int replied =
+            rep != NULL && wire_a2av_reply_decode(&next, rep, replen, bad, sizeof(bad)) == 0;
+        opnum_put(job, w, replied, next, st);
         free(rep);
         r.data = NULL;
         r.data_len = 0;
@@ -1955,11 +1956,11 @@ all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
             char bad[128];
             st = local_request(job, "AllToAllV", &sb, -1, w.timeout_ms + CLIENT_SLACK_MS, &rep,
                                &replen, why, sizeof(why));
-            /* without our body the reply came from no worker (the call never got through) */
-            opnum_put(job, &w,
-                      rep != NULL &&
-                          wire_a2av_reply_decode(&next, rep, replen, bad, sizeof(bad)) == 0,
-                      next, st);
+            /* without our body the reply came from no worker (the call never got through);
+             * decoded before the call: C does not order the evaluation of arguments */
+            int replied =
+                rep != NULL && wire_a2av_reply_decode(&next, rep, replen, bad, sizeof(bad)) == 0;
+            opnum_put(job, &w, replied, next, st);
             free(rep);
             if (st == A2A_OK)
                 stage_out(sg, &w, args, &plan);

@@ -652,10 +652,28 @@ unpin_wait(engine *e, eng_call *c, int64_t deadline)
     }
 }
 
+/* timed_wait waits on c->cv until at most until_ms (at most 200 ms at a time). */
+static void
+timed_wait(engine *e, eng_call *c, int64_t until_ms)
+{
+    int64_t left = until_ms - rpc_now_ms();
+    struct timespec ts;
+    if (left <= 0)
+        return;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    left = left > 200 ? 200 : left;
+    ts.tv_nsec += (left % 1000) * 1000000;
+    ts.tv_sec += left / 1000 + ts.tv_nsec / 1000000000;
+    ts.tv_nsec %= 1000000000;
+    pthread_cond_timedwait(&c->cv, &e->mtx, &ts);
+}
+
 /* ask_where asks the member workers where g is for c, a new job's first call (op_ask), and
- * waits for their answers until deadline; A2A_OK, or the failure with err. Under e->mtx. */
+ * waits for their answers until deadline; A2A_OK with *num, or the failure with err. Under
+ * e->mtx. */
 static a2a_status
-ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, char *err, size_t errlen)
+ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_ms, uint64_t *num,
+          char *err, size_t errlen)
 {
     op_out o;
     int r;
@@ -671,7 +689,6 @@ ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, char *err, size
     }
     while (r > 0 && c->oc.asking) {
         int64_t left = deadline - rpc_now_ms();
-        struct timespec ts;
         if (left <= 0 || e->stopping) {
             char msg[400];
             size_t len = 0;
@@ -692,17 +709,28 @@ ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, char *err, size
             engine_run(e, &o);
             break;
         }
-        clock_gettime(CLOCK_REALTIME, &ts);
-        left = left > 200 ? 200 : left;
-        ts.tv_nsec += (left % 1000) * 1000000;
-        ts.tv_sec += left / 1000 + ts.tv_nsec / 1000000000;
-        ts.tv_nsec %= 1000000000;
-        pthread_cond_timedwait(&c->cv, &e->mtx, &ts);
+        timed_wait(e, c, deadline);
     }
     if (r > 0 && c->oc.ask_st != A2A_OK)
         st = status_fail(err, errlen, c->oc.ask_st, "%s", c->oc.ask_msg);
-    if (g->retired && st == A2A_OK) /* cannot happen: a retired group fails its asks */
-        st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "group \"%s\" changed", g->name);
+    if (st == A2A_OK) {
+        int wait = 0;
+        int64_t patience =
+            timeout_ms / 2 < ENGINE_ASK_PATIENCE_MS ? timeout_ms / 2 : ENGINE_ASK_PATIENCE_MS;
+        int64_t until = rpc_now_ms() + patience;
+        *num = op_ask_number(g, &c->oc, &wait);
+        /* every answer idle after a failure: the others call *num soon, or wait for us */
+        while (wait && op_get(g, *num, 0) == NULL && rpc_now_ms() < until && !e->stopping &&
+               !g->retired)
+            timed_wait(e, c, until);
+        if (wait && op_get(g, *num, 0) == NULL)
+            (*num)--; /* late to the operation they failed without us */
+    }
+    if (g->retired && st == A2A_OK)
+        st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE,
+                         "group \"%s\" changed while the call asked where its ranks are; the "
+                         "next call uses the new group",
+                         g->name);
     (void)op_ask_end(g, &c->oc); /* may free g when it retired */
     op_out_fini(&o);
     return st;
@@ -736,14 +764,18 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
     }
     int64_t job_next = c->a->op_next;
     if (job_next < 0 && !g->seq.known[l]) { /* a new job, and we know nothing of the rank */
-        a2a_status ast = ask_where(e, g, c, deadline, err, errlen);
+        uint64_t asked = 0;
+        a2a_status ast = ask_where(e, g, c, deadline, timeout_ms, &asked, err, errlen);
         if (ast != A2A_OK) {
             op_out_fini(&o);
             return ast; /* not numbered: the job's next call asks again */
         }
-        job_next = (int64_t)op_ask_number(g, &c->oc);
+        job_next = (int64_t)asked;
     }
     num = group_seq_begin(&g->seq, l, job_next, (int)c->a->op_failed);
+    log_debug("group \"%s\": world rank %lld's call is operation %llu (its job said %lld%s)",
+              g->name, (long long)g->world[c->oc.grank], (unsigned long long)num,
+              (long long)c->a->op_next, c->a->op_failed ? ", after a failure" : "");
     op_op *op = op_get(g, num, 1);
     uint8_t *buf = NULL;
     a2a_status st;
@@ -850,6 +882,18 @@ engine_alltoallv(engine *e, const wire_a2av *a, int64_t *next, char *err, size_t
     return engine_alltoallv_done(e, a, NULL, next, err, errlen);
 }
 
+/* spend: a call that fails before it is numbered for want of something outside it (the
+ * coordinator, the worker itself) still counts: the other members' calls of its round went on
+ * without it, and ranks that retry in lockstep must stay at the same number. Its job's next
+ * call is its number + 1 (which then fails this one here for the others, call_run). A call
+ * refused for its arguments does not count. */
+static void
+spend(const wire_a2av *a, int64_t *next)
+{
+    if (a->op_next >= 0)
+        *next = a->op_next + 1;
+}
+
 a2a_status
 engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t *next, char *err,
                       size_t errlen)
@@ -892,8 +936,12 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
     pthread_mutex_lock(&e->mtx);
     if (e->stopping) {
         st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s is stopping", e->self->name);
+        spend(a, next);
     } else if ((g = group_fresh(e, a->group, deadline, &st, err, errlen)) == NULL) {
         /* st and err set */
+        if (st == A2A_ERR_UNAVAILABLE || st == A2A_ERR_DEADLINE_EXCEEDED ||
+            st == A2A_ERR_RESOURCE_EXHAUSTED)
+            spend(a, next);
     } else if ((c.oc.grank = group_rank_of(g, a->job.world_rank)) < 0) {
         st = status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
                          "world rank %lld is not a member of group \"%s\"",

@@ -17,6 +17,9 @@
 /* A call whose deadline passed while a link still moves bytes of it (a peer trickling DATA, a
  * send stuck on a full socket) waits this long more, then closes that link to let go of it. */
 #define ENGINE_PIN_GRACE_MS 500
+/* how long a new job's first call waits for the others' frames when every member worker said
+ * its ranks are idle after a failure (op_ask_number); at most half the call's timeout */
+#define ENGINE_ASK_PATIENCE_MS 500
 typedef struct eng_call eng_call;
 typedef struct eng_peer eng_peer;
 

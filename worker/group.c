@@ -210,21 +210,35 @@ group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed)
 }
 
 int64_t
-group_seq_where(const group_seq *gs)
+group_seq_where(const group_seq *gs, int *idle)
 {
     int64_t w = -1;
+    int in = 0; /* a rank is in operation w (or will be, by a resync) */
     for (size_t i = 0; i < gs->nlocal; i++) {
         uint64_t n;
+        int busy_in;
         if (!gs->known[i])
             continue;
         n = gs->next[i];
-        if (gs->busy[i] && group_seq_failed(gs, n - 1) == NULL)
+        busy_in = gs->busy[i] && group_seq_failed(gs, n - 1) == NULL;
+        if (busy_in)
             n--; /* in operation next - 1, which may still meet a newcomer */
-        if (gs->jump[i] > n)
+        if (gs->jump[i] > n) {
             n = gs->jump[i];
-        if (n <= (uint64_t)INT64_MAX && (int64_t)n > w)
+            busy_in = 1;
+        }
+        /* idle after an operation that did not fail: the rank's next call is n for sure */
+        if (!busy_in && (n == 0 || group_seq_failed(gs, n - 1) == NULL))
+            busy_in = 1;
+        if (n > (uint64_t)INT64_MAX)
+            continue;
+        if ((int64_t)n > w) {
             w = (int64_t)n;
+            in = busy_in;
+        } else if ((int64_t)n == w)
+            in |= busy_in;
     }
+    *idle = w > 0 && !in;
     return w;
 }
 

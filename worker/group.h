@@ -131,9 +131,11 @@ uint64_t group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_f
  * (a resync due for it included); -1 when no local rank's number is known. A new job's
  * first call on a worker that knows nothing of its rank takes the highest answer of every
  * member worker (FRAME_WHERE, FRAME_HERE), so that it meets the others' calls instead of
- * guessing 0.
+ * guessing 0. *idle is 1 when no local rank is in the operation of the number returned and
+ * the one before it failed: the idle ranks either are about to call it, or failed the one
+ * before without the newcomer and wait for it outside a2a (lockstep), which only time tells.
  */
-int64_t group_seq_where(const group_seq *gs);
+int64_t group_seq_where(const group_seq *gs, int *idle);
 
 /* group_seq_end records how local rank lidx's call of operation num ended. */
 void group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st);

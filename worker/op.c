@@ -678,6 +678,7 @@ op_ask(op_out *o, op_group *g, op_call *c)
     c->asking = 0;
     c->ask_left = 0;
     c->ask_num = -1;
+    c->ask_idle = 1;
     c->ask_st = A2A_OK;
     c->ask_msg[0] = '\0';
     if ((c->ask_wait = calloc(nw > 0 ? nw : 1, 1)) == NULL)
@@ -721,9 +722,19 @@ op_ask_fail(op_out *o, op_call *c, a2a_status st, const char *msg)
 }
 
 uint64_t
-op_ask_number(const op_group *g, const op_call *c)
+op_ask_number(const op_group *g, const op_call *c, int *wait)
 {
-    int64_t here = group_seq_where(&g->seq), n = c->ask_num > here ? c->ask_num : here;
+    int idle = 0;
+    int64_t here = group_seq_where(&g->seq, &idle), n = c->ask_num;
+    if (here > n)
+        *wait = idle;
+    else if (here == n)
+        *wait = idle && c->ask_idle;
+    else
+        *wait = c->ask_idle;
+    if (here > n)
+        n = here;
+    *wait = *wait && n > 0;
     return n > 0 ? (uint64_t)n : 0;
 }
 
@@ -747,8 +758,10 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
 {
     if (f->type == FRAME_WHERE) {
         frame r = {.type = FRAME_HERE, .id = f->id, .count = -1};
+        int idle = 0;
         if (g != NULL)
-            r.count = group_seq_where(&g->seq);
+            r.count = group_seq_where(&g->seq, &idle);
+        r.idle = idle;
         (void)send_frame(o, peer, NULL, &r);
         return;
     }
@@ -757,8 +770,11 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
     for (op_call *c = g->asks; c != NULL; c = c->ask_next)
         if (c->asking && c->ask_token == f->id.op && c->ask_wait[peer]) {
             c->ask_wait[peer] = 0;
-            if (f->count > c->ask_num)
+            if (f->count > c->ask_num) {
                 c->ask_num = f->count;
+                c->ask_idle = f->idle;
+            } else if (f->count == c->ask_num)
+                c->ask_idle = c->ask_idle && f->idle;
             if (--c->ask_left == 0) {
                 c->asking = 0;
                 push_call(o, OPA_WAKE, c);
@@ -981,9 +997,13 @@ op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f)
     }
     if (f->type == FRAME_READY)
         group_seq_saw(&g->seq, f->id.op);
-    if (op == NULL && (op = op_get(g, f->id.op, 1)) == NULL) {
-        log_warn("out of memory: dropping a frame of group \"%s\"", g->name);
-        return;
+    if (op == NULL) {
+        if ((op = op_get(g, f->id.op, 1)) == NULL) {
+            log_warn("out of memory: dropping a frame of group \"%s\"", g->name);
+            return;
+        }
+        for (op_call *c = g->asks; c != NULL; c = c->ask_next)
+            push_call(o, OPA_WAKE, c); /* one may wait for the others' frames (op_ask_number) */
     }
     switch (f->type) {
     case FRAME_READY:

@@ -85,6 +85,7 @@ typedef struct op_call {
     size_t ask_left;   /* answers still awaited */
     uint8_t *ask_wait; /* by peer: 1 while its answer is awaited */
     int64_t ask_num;   /* the highest number heard (-1: none) */
+    int ask_idle;      /* every answer of ask_num said idle (group_seq_where) */
     a2a_status ask_st; /* not A2A_OK: the ask failed, ask_msg says why */
     char ask_msg[512];
 } op_call;
@@ -240,9 +241,15 @@ int op_ask(op_out *o, op_group *g, op_call *c);
 /* op_ask_fail ends c's ask with st and msg (its deadline, the group retired); nothing when it
  * ended already. */
 void op_ask_fail(op_out *o, op_call *c, a2a_status st, const char *msg);
-/* op_ask_number returns the number c takes after its ask ended well: the highest answer, or
- * this worker's own (group_seq_where), or 0 when nobody knows. */
-uint64_t op_ask_number(const op_group *g, const op_call *c);
+/*
+ * op_ask_number returns the number c takes after its ask ended well: the highest answer, or
+ * this worker's own (group_seq_where), or 0 when nobody knows. *wait is 1 when every worker
+ * that gave it said idle (its ranks failed the operation before and are not in this one): c
+ * then takes it only if a peer's frame for it comes (op_get(g, number, 0) exists) within
+ * ENGINE_ASK_PATIENCE_MS, the others calling it; else it is late to the one before (number -
+ * 1), which the others failed without it while they wait for it outside a2a.
+ */
+uint64_t op_ask_number(const op_group *g, const op_call *c, int *wait);
 /* op_ask_end takes c out of g's asks (once its ask ended, or to give up); 1 when g itself was
  * freed (retired, nothing left in it). */
 int op_ask_end(op_group *g, op_call *c);

@@ -37,6 +37,14 @@ add_test(NAME integration.resync
 set_tests_properties(integration.resync PROPERTIES TIMEOUT 120 LABELS "integration;faults"
   FAIL_REGULAR_EXPRESSION "FAIL")
 
+# every path from a job to its worker (channel, socket, TCP) carries the job's operation
+# numbers both ways (the socket and TCP replies lost them before)
+add_test(NAME integration.opnum
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_opnum.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.opnum PROPERTIES TIMEOUT 120 LABELS integration
+  FAIL_REGULAR_EXPRESSION "FAIL")
+
 # a fake peer worker (fakepeer) that trickles a slice past the deadline, and one that floods
 foreach(t trickle flood)
   add_test(NAME integration.${t}

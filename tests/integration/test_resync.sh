@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_resync.sh - the finding of the fault campaign (docs/RELIABILITY.md):
 # lockstep ranks never meet again after one failed operation that only one
-# worker counted. Not in ctest yet: it fails on main as of this commit; it is
-# the regression test of the fix (add it to faults.cmake then).
+# worker counted (integration.resync; it failed before a new job's first call
+# asked the member workers where the group is).
 #
 # usage: test_resync.sh A2A_COORDINATOR A2A_WORKER SEQCHECK
 #

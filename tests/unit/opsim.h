@@ -40,9 +40,11 @@ typedef struct {
     int64_t *sendbuf[MAXK], *recvbuf[MAXK];
     int64_t send_len[MAXK], recv_len[MAXK];
     uint64_t pre_at[MAXN];
-    int k;            /* calls made so far */
-    int in_call;      /* between arrival and return */
-    int asking;       /* its call asks where the group is (op_ask), before it has a number */
+    int k;       /* calls made so far */
+    int in_call; /* between arrival and return */
+    int asking;  /* its call asks where the group is (op_ask), before it has a number */
+    int patient; /* its ask ended idle: it waits for the others' frames of patient_num */
+    uint64_t patient_num;
     int64_t job_next; /* the job's next number (-1: first call) */
     int job_failed;
     a2a_status st[MAXK];
@@ -322,7 +324,10 @@ enabled(const sim *S, event *ev)
         for (size_t j = 0; S->lockstep && !R->asking && j < S->n; j++)
             barrier |=
                 S->r[j].k < R->k || (S->r[j].k == R->k && (S->r[j].in_call || S->r[j].asking));
-        if (!R->in_call && (R->asking ? !R->oc.asking : (size_t)R->k < S->K && !barrier))
+        if (!R->in_call &&
+            (R->asking
+                 ? !R->oc.asking && (!R->patient || op_get(S->g[R->w], R->patient_num, 0) != NULL)
+                 : (size_t)R->k < S->K && !barrier))
             ev[n++] = (event){EV_ARRIVE, (int)i, 0}; /* a call, or the end of its ask */
         if (R->in_call && R->ntodo > 0 && R->oc.op->status == A2A_OK)
             ev[n++] = (event){EV_COPY, (int)i, 0};
@@ -376,7 +381,20 @@ arrive(sim *S, int i)
             (void)op_ask_end(g, &R->oc);
             return;
         }
-        job_next = (int64_t)op_ask_number(g, &R->oc);
+        if (!R->patient) {
+            int wait = 0;
+            uint64_t t = op_ask_number(g, &R->oc, &wait);
+            if (wait && op_get(g, t, 0) == NULL) { /* engine.c: ENGINE_ASK_PATIENCE_MS */
+                R->patient = 1;
+                R->patient_num = t;
+                R->asking = 1;
+                return;
+            }
+            job_next = (int64_t)t;
+        } else { /* the others' frames came, or (stuck_calls) patience ran out */
+            job_next = (int64_t)R->patient_num - (op_get(g, R->patient_num, 0) == NULL);
+            R->patient = 0;
+        }
         (void)op_ask_end(g, &R->oc);
     } else {
         k = R->k++;
@@ -395,7 +413,8 @@ arrive(sim *S, int i)
                 R->asking = 1;
                 return;
             }
-            job_next = (int64_t)op_ask_number(g, &R->oc);
+            int wait = 0;
+            job_next = (int64_t)op_ask_number(g, &R->oc, &wait); /* wait: none to wait for */
         }
     }
     uint64_t num = group_seq_begin(&g->seq, l, job_next, R->job_failed);
@@ -631,6 +650,7 @@ restart(sim *S, int w)
             R->st[R->k - 1] = A2A_ERR_UNAVAILABLE;
             R->returned[R->k - 1]++;
             R->asking = 0;
+            R->patient = 0;
             (void)op_ask_end(old, &R->oc);
             continue;
         }
@@ -733,7 +753,10 @@ stuck_calls(sim *S)
 {
     int any = 0;
     for (size_t i = 0; i < S->n; i++)
-        if (S->r[i].asking && S->r[i].oc.asking) {
+        if (S->r[i].asking && S->r[i].patient) { /* nothing else can happen: patience ends */
+            arrive(S, (int)i);
+            return 1;
+        } else if (S->r[i].asking && S->r[i].oc.asking) {
             op_out o;
             if (S->faulted == 0)
                 bad(S, "rank %zu hangs asking where the group is, without any fault", i);
@@ -863,6 +886,7 @@ fingerprint(const sim *S)
         h = mix64(h, (uint64_t)R->k << 32 ^ (uint64_t)R->in_call << 16 ^ (uint64_t)R->job_failed);
         h = mix64(h, (uint64_t)R->job_next);
         if (R->asking) {
+            h = mix64(h, (uint64_t)R->patient << 56 ^ R->patient_num);
             h = mix64(h, (uint64_t)R->oc.asking << 48 ^ R->oc.ask_left << 32 ^
                              (uint64_t)R->oc.ask_st << 24 ^ R->oc.ask_token);
             h = mix64(h, (uint64_t)R->oc.ask_num);

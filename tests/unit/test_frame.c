@@ -553,19 +553,22 @@ test_where_here(void)
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         in.type = FRAME_HERE;
         in.count = nums[i];
+        in.idle = (int32_t)(i % 2);
         round_trip(&in, 0, &out);
         CU_ASSERT_EQUAL(out.type, FRAME_HERE);
         CU_ASSERT_EQUAL(out.count, nums[i]);
+        CU_ASSERT_EQUAL(out.idle, (int32_t)(i % 2));
         CU_ASSERT_EQUAL(out.id.op, 99);
         frame_fini(&out);
     }
     mb_init(&b);
-    msgpack_pack_array(&b.pk, 5);
+    msgpack_pack_array(&b.pk, 6);
     msgpack_pack_int(&b.pk, FRAME_HERE);
     mb_str(&b, "grp");
     msgpack_pack_uint64(&b.pk, 3);
     msgpack_pack_uint64(&b.pk, 99);
     msgpack_pack_int64(&b.pk, -2);
+    msgpack_pack_int(&b.pk, 0);
     expect_fail(b.sb.data, b.sb.size, 0, "HERE with number -2", "HERE below -1");
     mb_fini(&b);
     /* no payload on either */
@@ -596,7 +599,7 @@ test_fini_zeroed(void)
 static const uint32_t nfields[] = {
     [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
     [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2,
-    [FRAME_WHERE] = 4, [FRAME_HERE] = 5};
+    [FRAME_WHERE] = 4, [FRAME_HERE] = 6};
 
 enum field_kind { F_TYPE, F_STR, F_U64, F_I64, F_LIST, F_BIN32 };
 
