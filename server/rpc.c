@@ -393,6 +393,7 @@ struct rpc_client {
     auth_key key;
     nng_tls_config *tls;     /* held, for client_why; NULL without TLS */
     int64_t connect_wait_ms; /* how long a call waits for a connection (at most its deadline) */
+    int refused_ends;        /* the wait ends once the address refuses (rpc_client_connect_wait) */
     char url[300];
 };
 
@@ -562,6 +563,33 @@ out:
         nng_stream_free(st);
     }
     nng_aio_free(aio);
+    nng_stream_dialer_free(d);
+    return rv;
+}
+
+/* dial_only dials url's TCP (or IPC) address once within ms, without TLS nor a greeting, and
+ * hangs up: 0 when something accepts, else the dial's error (NNG_ECONNREFUSED: nothing listens). */
+static int
+dial_only(const char *url, int ms)
+{
+    nng_stream_dialer *d = NULL;
+    nng_aio *aio = NULL;
+    int rv;
+
+    if (strncmp(url, "tls+", 4) == 0)
+        url += 4; /* the TCP connection under TLS is what may be refused */
+    if ((rv = nng_stream_dialer_alloc(&d, url)) != 0)
+        return rv;
+    if ((rv = nng_aio_alloc(&aio, NULL, NULL)) == 0) {
+        nng_aio_set_timeout(aio, ms);
+        nng_stream_dialer_dial(d, aio);
+        if ((rv = probe_step(aio)) == 0) {
+            nng_stream *st = nng_aio_get_output(aio, 0);
+            nng_stream_close(st);
+            nng_stream_free(st);
+        }
+        nng_aio_free(aio);
+    }
     nng_stream_dialer_free(d);
     return rv;
 }
@@ -960,6 +988,39 @@ client_auth(rpc_client *c, int64_t deadline, char *err, size_t errlen)
     return st;
 }
 
+/*
+ * client_wait_refused waits for a connection until end, dialling the address
+ * itself every RPC_REFUSED_STEP_MS meanwhile: -1 once it has refused every
+ * dial for RPC_REFUSED_MS (nothing listens there, so waiting longer only
+ * delays the answer), else 0 (connected, or end reached: the caller sees
+ * which). Once a dial gets through (a service starting, or one that accepts
+ * and never answers) it dials no more and waits until end like
+ * client_wait_pipe.
+ */
+static int
+client_wait_refused(rpc_client *c, int64_t start, int64_t end)
+{
+    int64_t refused_since = start; /* refused every dial since then */
+
+    for (;;) {
+        int64_t now = rpc_now_ms(), step = now + RPC_REFUSED_STEP_MS;
+        int rv;
+        if (client_wait_pipe(c, step < end ? step : end) == 0 || rpc_now_ms() >= end)
+            return 0;
+        rv = dial_only(c->url, RPC_REFUSED_STEP_MS);
+        now = rpc_now_ms();
+        if (rv == 0 || (rv != NNG_ECONNREFUSED && rv != (int)(NNG_ESYSERR | ECONNREFUSED) &&
+                        rv != NNG_ETIMEDOUT))
+            break; /* it listens (or cannot be dialled this way): wait for NNG's connection */
+        if (rv == NNG_ETIMEDOUT)
+            refused_since = now; /* silent (unroutable, or a firewall), not refusing: wait on */
+        else if (now - refused_since >= RPC_REFUSED_MS && client_wait_pipe(c, now) != 0)
+            return -1;
+    }
+    client_wait_pipe(c, end);
+    return 0;
+}
+
 static a2a_status
 rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len,
                  int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
@@ -971,6 +1032,12 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
     /* waiting all of the deadline for a connection leaves the probe below a part of it */
     if (wait >= timeout_ms)
         wait = timeout_ms - (timeout_ms / 4 < RPC_WHY_MS ? timeout_ms / 4 : RPC_WHY_MS);
+    if (c->refused_ends && client_wait_refused(c, start, start + wait) != 0)
+        return status_fail(
+            err, errlen, A2A_ERR_UNAVAILABLE,
+            "cannot reach %s in %lld ms: nothing listens there (connection refused: is "
+            "it running?)",
+            c->url, (long long)(rpc_now_ms() - start));
     if (client_wait_pipe(c, start + wait) != 0) {
         char why[512];
         int64_t left = deadline - rpc_now_ms(); /* the probe keeps to the caller's time, mostly */
@@ -998,6 +1065,7 @@ void
 rpc_client_connect_wait(rpc_client *c, int64_t ms)
 {
     c->connect_wait_ms = ms > 0 ? ms : RPC_CONNECT_WAIT_MS;
+    c->refused_ends = 1;
 }
 
 void

@@ -191,7 +191,51 @@ open(sys.argv[1], "w").write(str(s.getsockname()[1])); time.sleep(30)' "$tmp/por
     else
         bad "--timeout 4000 on a silent port: status $rc after $ms ms"; cat "$tmp/to"
     fi
+    refused
     reasons "$url"
+}
+
+# refused: a port that refuses ends a2a-ctl's wait early, with the reason, whatever its
+# --timeout (it waited all of it: 9.5 s of 10); one that starts listening during the wait is
+# still waited for (bounds are fractions of the timeout, not of the machine's speed)
+refused() {
+    local p rc ms t0
+    p=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    t0=$(date +%s%N)
+    "$ctl" health --coordinator "tcp://127.0.0.1:$p" --timeout 10000 >"$tmp/ref" 2>&1
+    rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
+    if [ "$rc" = 1 ] && [ "$ms" -lt 5000 ] &&
+        grep -q "UNAVAILABLE: cannot reach tcp://127.0.0.1:$p in [0-9]* ms: nothing listens there (connection refused: is it running?)" "$tmp/ref"; then
+        ok "--timeout 10000 on a refusing port: ends early ($ms ms) saying nothing listens"
+    else
+        bad "--timeout 10000 on a refusing port: status $rc after $ms ms (want 1, well under 5000)"
+        cat "$tmp/ref"
+    fi
+    # the port starts to accept (and never answers) as soon as a2a-ctl runs: waited out
+    rm -f "$tmp/go"
+    python3 -c '
+import os, socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
+open(sys.argv[1] + ".tmp", "w").write(str(p)); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+end = time.time() + 30
+while not os.path.exists(sys.argv[2]) and time.time() < end: time.sleep(0.01)
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", p)); s.listen(8); time.sleep(30)' "$tmp/late.port" "$tmp/go" &
+    pids+=($!)
+    for _ in $(seq 100); do [ -s "$tmp/late.port" ] && break; sleep 0.05; done
+    p=$(cat "$tmp/late.port")
+    t0=$(date +%s%N)
+    "$ctl" health --coordinator "tcp://127.0.0.1:$p" --timeout 3000 >"$tmp/ref" 2>&1 &
+    local cpid=$!
+    : >"$tmp/go"
+    wait "$cpid"
+    rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
+    if [ "$rc" = 1 ] && [ "$ms" -ge 2700 ] &&
+        grep -q "it accepts connections but does not answer" "$tmp/ref"; then
+        ok "a port that starts listening during the wait is waited for ($ms ms of 3000)"
+    else
+        bad "a port that starts listening during the wait: status $rc after $ms ms"; cat "$tmp/ref"
+    fi
 }
 
 # peer_http PORTFILE: for 30 s, a TCP peer on a free port (written to PORTFILE) that answers
