@@ -100,6 +100,11 @@ launch() {
     expect "a2a-launch -np 4 a2a-demo (no --)" 0 "\[3\] rank 3 of 4: .*verified" "$launch" -np 4 "$demo"
     [ "$(lines "$tmp/out" 'verified$')" = 4 ] && ok "-np 4: four ranks verified" ||
         bad "-np 4: four ranks verified"
+    # only a2a-launch's own -np is mpirun's spelling: the program's reaches it unchanged
+    expect "PROGRAM's own -np is passed on unchanged" 0 '^\[0\] args: -np 3 -n 4$' \
+        "$launch" -np 1 sh -c 'echo "args: $*"' sh -np 3 -n 4
+    expect "--keep DIR -np 1 -- PROGRAM -np: unchanged too" 0 '^\[0\] args: -np 3$' \
+        "$launch" --keep "$tmp/keep-np" -np 1 -- sh -c 'echo "args: $*"' sh -np 3
     expect "the failing rank is named" 3 "^a2a-launch: rank 3 exited with status 3" \
         "$launch" -n 4 -- sh -c '[ "$A2A_RANK" != 3 ] || exit 3'
     expect "a rank killed by a signal is named" 137 "^a2a-launch: rank 1 was killed by signal 9" \
@@ -155,7 +160,8 @@ ctl_mode() {
     expect "options after the arguments; a negative rank stays an argument" 1 \
         '^a2a-ctl: create: INVALID_ARGUMENT: "-1" is not a world rank$' "$ctl" create g 1 -1 --coordinator "$url"
     expect "--json usage error is JSON" 2 '^\{"error":"resolve takes GROUP' "$ctl" resolve --json --coordinator "$url"
-    expect "--tls-cert alone: all three or none" 1 "A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA" \
+    expect "--tls-cert alone: all three or none, naming the flags and what is missing" 1 \
+        "all of --tls-cert, --tls-key and --tls-ca \\(or A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA\\), or none: --tls-key \\(A2A_TLS_KEY\\) is missing" \
         "$ctl" health --coordinator "$url" --tls-cert /etc/hostname
     expect "--tls-* flags are options" 0 "--tls-ca FILE" "$ctl" --help
     # a port that accepts and never answers: --timeout bounds the call, connecting included
