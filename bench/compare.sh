@@ -287,7 +287,7 @@ if [ "$NETNS" = 1 ]; then
 else
     loopback
     { echo "## loopback, ideal = wire bytes / $CEIL_GBIT Gbit/s (--ceiling-gbit;" \
-           "RESULTS.md's best aggregate iperf3 loopback goodput)"
+           "the best aggregate iperf3 loopback goodput on the project's VM, ../shared/bench/RESULTS.md)"
       echo; echo "a2a us / MPI us: median over $REPEAT runs of each run's median op time (max over ranks)."
       echo; table "*_N*_r*.txt" wire "$CEIL_GBIT"; } | tee "$OUT/table.md"
 fi
