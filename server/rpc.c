@@ -990,17 +990,20 @@ client_auth(rpc_client *c, int64_t deadline, char *err, size_t errlen)
 
 /*
  * client_wait_refused waits for a connection until end, dialling the address
- * itself every RPC_REFUSED_STEP_MS meanwhile: -1 once it has refused every
- * dial for RPC_REFUSED_MS (nothing listens there, so waiting longer only
- * delays the answer), else 0 (connected, or end reached: the caller sees
- * which). Once a dial gets through (a service starting, or one that accepts
- * and never answers) it dials no more and waits until end like
- * client_wait_pipe.
+ * itself every RPC_REFUSED_STEP_MS meanwhile. It returns the dial's error once
+ * every dial has failed the same way for RPC_REFUSED_MS, either refused
+ * (NNG_ECONNREFUSED: nothing listens there) or a host name that does not
+ * resolve (NNG_EADDRINVAL): waiting longer would only delay the answer.
+ * Else 0 (connected, or end reached: the caller sees which). Once a dial gets
+ * through (a service starting, or one that accepts and never answers) it
+ * dials no more and waits until end like client_wait_pipe; a dial that times
+ * out (an unroutable host, a firewall that drops) is waited on too.
  */
 static int
 client_wait_refused(rpc_client *c, int64_t start, int64_t end)
 {
-    int64_t refused_since = start; /* refused every dial since then */
+    int64_t since = start; /* every dial failed with last since then */
+    int last = 0;
 
     for (;;) {
         int64_t now = rpc_now_ms(), step = now + RPC_REFUSED_STEP_MS;
@@ -1009,13 +1012,17 @@ client_wait_refused(rpc_client *c, int64_t start, int64_t end)
             return 0;
         rv = dial_only(c->url, RPC_REFUSED_STEP_MS);
         now = rpc_now_ms();
-        if (rv == 0 || (rv != NNG_ECONNREFUSED && rv != (int)(NNG_ESYSERR | ECONNREFUSED) &&
-                        rv != NNG_ETIMEDOUT))
+        if (rv == (int)(NNG_ESYSERR | ECONNREFUSED))
+            rv = NNG_ECONNREFUSED;
+        if (rv != NNG_ECONNREFUSED && rv != NNG_EADDRINVAL && rv != NNG_ETIMEDOUT)
             break; /* it listens (or cannot be dialled this way): wait for NNG's connection */
+        if (rv != last && last != 0)
+            since = now - RPC_REFUSED_STEP_MS; /* another failure: it counts from now */
+        last = rv;
         if (rv == NNG_ETIMEDOUT)
-            refused_since = now; /* silent (unroutable, or a firewall), not refusing: wait on */
-        else if (now - refused_since >= RPC_REFUSED_MS && client_wait_pipe(c, now) != 0)
-            return -1;
+            since = now; /* silent, neither refusing nor unknown: wait on */
+        else if (now - since >= RPC_REFUSED_MS && client_wait_pipe(c, now) != 0)
+            return rv;
     }
     client_wait_pipe(c, end);
     return 0;
@@ -1028,16 +1035,18 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
     int64_t start = rpc_now_ms(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0);
     int64_t wait = timeout_ms < c->connect_wait_ms ? timeout_ms : c->connect_wait_ms;
     a2a_status st;
+    int rv;
 
     /* waiting all of the deadline for a connection leaves the probe below a part of it */
     if (wait >= timeout_ms)
         wait = timeout_ms - (timeout_ms / 4 < RPC_WHY_MS ? timeout_ms / 4 : RPC_WHY_MS);
-    if (c->refused_ends && client_wait_refused(c, start, start + wait) != 0)
-        return status_fail(
-            err, errlen, A2A_ERR_UNAVAILABLE,
-            "cannot reach %s in %lld ms: nothing listens there (connection refused: is "
-            "it running?)",
-            c->url, (long long)(rpc_now_ms() - start));
+    if (c->refused_ends && (rv = client_wait_refused(c, start, start + wait)) != 0)
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s in %lld ms: %s",
+                           c->url, (long long)(rpc_now_ms() - start),
+                           rv == NNG_EADDRINVAL
+                               ? "its host name does not resolve (a typo, or a host or "
+                                 "container that is not up?)"
+                               : "nothing listens there (connection refused: is it running?)");
     if (client_wait_pipe(c, start + wait) != 0) {
         char why[512];
         int64_t left = deadline - rpc_now_ms(); /* the probe keeps to the caller's time, mostly */
@@ -1129,7 +1138,8 @@ rpc_why(int rv, const char *who, const char *url, int recv, int64_t ms, char *bu
         snprintf(buf, len, "no route to %s (its host is down or its network cut)",
                  url != NULL ? url : w);
     else if (rv == NNG_EADDRINVAL)
-        snprintf(buf, len, "%s is not an address that can be dialed", url != NULL ? url : w);
+        snprintf(buf, len, "%s is not an address that can be dialed (does its host name resolve?)",
+                 url != NULL ? url : w);
     else if (rv == NNG_ECRYPTO)
         snprintf(buf, len, "the TLS handshake with %s failed (%s)", w, nng_strerror(rv));
     else if (rv == NNG_EPEERAUTH)

@@ -132,8 +132,8 @@ a2a_status rpc_call(rpc_client *c, const char *method, const void *body, size_t 
  * UNAVAILABLE (default RPC_CONNECT_WAIT_MS, so that a job's calls to a worker that is gone fail
  * fast; a tool that should wait all of its --timeout gives that). Never more than a call's own
  * deadline; call before the first call. A wait set here ends early when the address refuses
- * connections for RPC_REFUSED_MS (nothing listens there: "connection refused"); an
- * address that accepts, or stays silent, is waited for all of ms. */
+ * connections, or its host name does not resolve, for RPC_REFUSED_MS (nothing listens there:
+ * "connection refused"); an address that accepts, or stays silent, is waited for all of ms. */
 void rpc_client_connect_wait(rpc_client *c, int64_t ms);
 
 /* rpc_client_url returns the URL the client dials. */

@@ -217,6 +217,24 @@ refused() {
         bad "--timeout 10000 on a refusing port: status $rc after $ms ms (want 1, well under 5000)"
         cat "$tmp/ref"
     fi
+    # a host name that does not resolve (.invalid never does, RFC 6761) ends it early too,
+    # said as such (it was "not an address that can be dialed" after all of the timeout)
+    t0=$(date +%s%N)
+    if ! timeout 2 getent hosts a2a-test.invalid >/dev/null 2>&1 &&
+        [ $((($(date +%s%N) - t0) / 1000000)) -lt 1000 ]; then
+        t0=$(date +%s%N)
+        "$ctl" health --coordinator "tcp://a2a-test.invalid:7000" --timeout 10000 >"$tmp/ref" 2>&1
+        rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
+        if [ "$rc" = 1 ] && [ "$ms" -lt 5000 ] &&
+            grep -q "cannot reach tcp://a2a-test.invalid:7000 in [0-9]* ms: its host name does not resolve" "$tmp/ref"; then
+            ok "--timeout 10000 on a name that does not resolve: ends early ($ms ms) saying so"
+        else
+            bad "--timeout 10000 on a name that does not resolve: status $rc after $ms ms"
+            cat "$tmp/ref"
+        fi
+    else
+        echo "SKIP: this machine's resolver is slow to say that a2a-test.invalid does not exist"
+    fi
     # the port starts to accept (and never answers) as soon as a2a-ctl runs: waited out
     rm -f "$tmp/go"
     python3 -c '
