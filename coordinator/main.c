@@ -160,6 +160,10 @@ main(int argc, char **argv)
         }
     }
     if (path == NULL || optind != argc) {
+        if (path == NULL)
+            fprintf(stderr, "a2a-coordinator: no --config FILE (the cluster YAML to serve)\n");
+        else
+            fprintf(stderr, "a2a-coordinator: unexpected argument \"%s\"\n", argv[optind]);
         usage(stderr);
         return 2;
     }

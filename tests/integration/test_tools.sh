@@ -55,6 +55,14 @@ cli() {
     expect "a2a-demo --help describes ROUNDS" 0 "usage: a2a-demo \[ROUNDS\]" "$demo" --help
     expect "a2a-demo --help does not talk of a worker URL to pass" 0 "A2A_WORKER_URL" "$demo" --help
     expect "a2a-demo bad ROUNDS" 2 "ROUNDS must be a positive integer" "$demo" x
+    # outside a2a-launch: what to do, not liba2a's "pass its URL" (an a2a_job_open argument)
+    expect "a2a-demo without A2A_WORKER_URL says to use a2a-launch" 2 \
+        "^a2a-demo: no A2A_WORKER_URL: run it under a2a-launch" env -u A2A_WORKER_URL "$demo"
+    expect "a2a-bench without A2A_RANK says to use a2a-launch" 2 \
+        "^a2a-bench: no A2A_RANK: run it under a2a-launch" env -u A2A_RANK A2A_WORKER_URL=tcp://127.0.0.1:1 "$bench"
+    expect "a2a-coordinator without --config names it" 2 "^a2a-coordinator: no --config FILE" "$coord"
+    expect "a2a-worker without --name names it" 2 "^a2a-worker: no --name NAME" \
+        "$worker" --config "$src/configs/cluster.yaml"
     expect "a2a-launch --workers 0" 2 "^a2a-launch: --workers 0: must be a positive integer" \
         "$launch" --workers 0 -- "$demo"
     expect "a2a-launch without a program" 2 "no PROGRAM" "$launch" --workers 2
