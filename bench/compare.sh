@@ -4,7 +4,7 @@
 # See bench/README.md. Not part of the test suite.
 #
 #   bench/compare.sh [--quick] [--sizes lat|bw|both] [-b MIN -e MAX -f FACTOR]
-#                    [-p PATTERNS] [-t TARGET_S] [--repeat R] [--shapes "2x2 4x1 2x4 4x2"]
+#                    [--patterns LIST] [--target S] [--repeat R] [--shapes "2x2 4x1 2x4 4x2"]
 #                    [--build-dir DIR] [--out DIR] [--no-mpi] [--shared] [--ceiling-gbit G]
 #                    [--netns [--rate RATE] [--goodput GBIT]]   bench/compare.sh --table RESULT_DIR
 #
@@ -28,14 +28,19 @@ BMIN="" BMAX="" BFAC="" OUT="" TABLE_ONLY="" MPI=1 CEIL_GBIT=47.6 NETNS=0 RATE="
 usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 A2A_EXTRA=""
 while [ $# -gt 0 ]; do
+    case $1 in # an option with a value needs one
+        --sizes | -b | -e | -f | -p | --patterns | -t | --target | --repeat | --shapes | --build-dir | \
+            --out | --ceiling-gbit | --rate | --goodput | --table)
+            [ $# -ge 2 ] || { echo "compare.sh: $1 needs a value (see compare.sh --help)" >&2; exit 2; } ;;
+    esac
     case $1 in
         --quick) QUICK=1 ;;
         --sizes) SIZES=$2; shift ;;
         -b) BMIN=$2; shift ;;
         -e) BMAX=$2; shift ;;
         -f) BFAC=$2; shift ;;
-        -p|--patterns) PATTERNS=$2; shift ;;
-        -t|--target) TARGET=$2; shift ;;
+        -p|--patterns) PATTERNS=$2; shift ;; # -p, -t: older spellings, kept (a2a-bench has
+        -t|--target) TARGET=$2; shift ;;     # only the long ones: nccl-tests' -p, -t differ)
         --repeat) REPEAT=$2; shift ;;
         --shapes) SHAPES=$2; shift ;;
         --build-dir) BUILD=$(cd "$2" 2>/dev/null && pwd || echo "$2"); shift ;;
@@ -287,7 +292,7 @@ if [ "$NETNS" = 1 ]; then
 else
     loopback
     { echo "## loopback, ideal = wire bytes / $CEIL_GBIT Gbit/s (--ceiling-gbit;" \
-           "RESULTS.md's best aggregate iperf3 loopback goodput)"
+           "the best aggregate iperf3 loopback goodput on the project's VM, ../shared/bench/RESULTS.md)"
       echo; echo "a2a us / MPI us: median over $REPEAT runs of each run's median op time (max over ranks)."
       echo; table "*_N*_r*.txt" wire "$CEIL_GBIT"; } | tee "$OUT/table.md"
 fi

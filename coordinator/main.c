@@ -72,7 +72,10 @@ reload(coord *c, const char *path, char *token_file, size_t cap)
     }
     snprintf(token_file, cap, "%s", cfg->token_file);
     coord_reload(c, cfg);
-    log_info("reloaded %s: %lld ranks, %zu groups", path, (long long)cfg->world_size, cfg->ngroups);
+    /* health's count adds hccl_world_group and the runtime groups: say which these are */
+    log_info("reloaded %s: %lld ranks, %zu groups from the file (besides hccl_world_group and the "
+             "runtime groups)",
+             path, (long long)cfg->world_size, cfg->ngroups);
 }
 
 static int
@@ -157,6 +160,10 @@ main(int argc, char **argv)
         }
     }
     if (path == NULL || optind != argc) {
+        if (path == NULL)
+            fprintf(stderr, "a2a-coordinator: no --config FILE (the cluster YAML to serve)\n");
+        else
+            fprintf(stderr, "a2a-coordinator: unexpected argument \"%s\"\n", argv[optind]);
         usage(stderr);
         return 2;
     }

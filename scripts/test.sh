@@ -7,9 +7,11 @@
 # stages in order, each with a banner and its duration. A failing stage fails
 # the run but the others still run; a summary follows.
 #
-#   build     build into build/ and run every ctest test (unit + integration)
-#   asan      build-asan/ (ASan + UBSan, Debug) and run every ctest test
-#   tsan      build-tsan/ (TSan) and run the threaded tests (unit.rpc, integration.*)
+#   build     build into build/ and run every ctest test but the fuzz-labelled ones
+#   asan      build-asan/ (ASan + UBSan, Debug) and run every ctest test but those
+#             labelled fuzz, huge and netns
+#   tsan      build-tsan/ (TSan) and run the threaded tests (unit.rpc, unit.auth,
+#             unit.group, unit.op, integration.*)
 #   fuzz      build-fuzz/ (clang, libFuzzer) and run the tests labelled fuzz,
 #             A2A_FUZZ_SECONDS (default 30) each
 #   valgrind  every unit test executable (build/tests/test_*) under valgrind

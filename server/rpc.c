@@ -393,6 +393,7 @@ struct rpc_client {
     auth_key key;
     nng_tls_config *tls;     /* held, for client_why; NULL without TLS */
     int64_t connect_wait_ms; /* how long a call waits for a connection (at most its deadline) */
+    int refused_ends;        /* the wait ends once the address refuses (rpc_client_connect_wait) */
     char url[300];
 };
 
@@ -562,6 +563,33 @@ out:
         nng_stream_free(st);
     }
     nng_aio_free(aio);
+    nng_stream_dialer_free(d);
+    return rv;
+}
+
+/* dial_only dials url's TCP (or IPC) address once within ms, without TLS nor a greeting, and
+ * hangs up: 0 when something accepts, else the dial's error (NNG_ECONNREFUSED: nothing listens). */
+static int
+dial_only(const char *url, int ms)
+{
+    nng_stream_dialer *d = NULL;
+    nng_aio *aio = NULL;
+    int rv;
+
+    if (strncmp(url, "tls+", 4) == 0)
+        url += 4; /* the TCP connection under TLS is what may be refused */
+    if ((rv = nng_stream_dialer_alloc(&d, url)) != 0)
+        return rv;
+    if ((rv = nng_aio_alloc(&aio, NULL, NULL)) == 0) {
+        nng_aio_set_timeout(aio, ms);
+        nng_stream_dialer_dial(d, aio);
+        if ((rv = probe_step(aio)) == 0) {
+            nng_stream *st = nng_aio_get_output(aio, 0);
+            nng_stream_close(st);
+            nng_stream_free(st);
+        }
+        nng_aio_free(aio);
+    }
     nng_stream_dialer_free(d);
     return rv;
 }
@@ -960,6 +988,46 @@ client_auth(rpc_client *c, int64_t deadline, char *err, size_t errlen)
     return st;
 }
 
+/*
+ * client_wait_refused waits for a connection until end, dialling the address
+ * itself every RPC_REFUSED_STEP_MS meanwhile. It returns the dial's error once
+ * every dial has failed the same way for RPC_REFUSED_MS, either refused
+ * (NNG_ECONNREFUSED: nothing listens there) or a host name that does not
+ * resolve (NNG_EADDRINVAL): waiting longer would only delay the answer.
+ * Else 0 (connected, or end reached: the caller sees which). Once a dial gets
+ * through (a service starting, or one that accepts and never answers) it
+ * dials no more and waits until end like client_wait_pipe; a dial that times
+ * out (an unroutable host, a firewall that drops) is waited on too.
+ */
+static int
+client_wait_refused(rpc_client *c, int64_t start, int64_t end)
+{
+    int64_t since = start; /* every dial failed with last since then */
+    int last = 0;
+
+    for (;;) {
+        int64_t now = rpc_now_ms(), step = now + RPC_REFUSED_STEP_MS;
+        int rv;
+        if (client_wait_pipe(c, step < end ? step : end) == 0 || rpc_now_ms() >= end)
+            return 0;
+        rv = dial_only(c->url, RPC_REFUSED_STEP_MS);
+        now = rpc_now_ms();
+        if (rv == (int)(NNG_ESYSERR | ECONNREFUSED))
+            rv = NNG_ECONNREFUSED;
+        if (rv != NNG_ECONNREFUSED && rv != NNG_EADDRINVAL && rv != NNG_ETIMEDOUT)
+            break; /* it listens (or cannot be dialled this way): wait for NNG's connection */
+        if (rv != last && last != 0)
+            since = now - RPC_REFUSED_STEP_MS; /* another failure: it counts from now */
+        last = rv;
+        if (rv == NNG_ETIMEDOUT)
+            since = now; /* silent, neither refusing nor unknown: wait on */
+        else if (now - since >= RPC_REFUSED_MS && client_wait_pipe(c, now) != 0)
+            return rv;
+    }
+    client_wait_pipe(c, end);
+    return 0;
+}
+
 static a2a_status
 rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len,
                  int64_t timeout_ms, uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
@@ -967,10 +1035,18 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
     int64_t start = rpc_now_ms(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0);
     int64_t wait = timeout_ms < c->connect_wait_ms ? timeout_ms : c->connect_wait_ms;
     a2a_status st;
+    int rv;
 
     /* waiting all of the deadline for a connection leaves the probe below a part of it */
     if (wait >= timeout_ms)
         wait = timeout_ms - (timeout_ms / 4 < RPC_WHY_MS ? timeout_ms / 4 : RPC_WHY_MS);
+    if (c->refused_ends && (rv = client_wait_refused(c, start, start + wait)) != 0)
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s in %lld ms: %s",
+                           c->url, (long long)(rpc_now_ms() - start),
+                           rv == NNG_EADDRINVAL
+                               ? "its host name does not resolve (a typo, or a host or "
+                                 "container that is not up?)"
+                               : "nothing listens there (connection refused: is it running?)");
     if (client_wait_pipe(c, start + wait) != 0) {
         char why[512];
         int64_t left = deadline - rpc_now_ms(); /* the probe keeps to the caller's time, mostly */
@@ -998,6 +1074,7 @@ void
 rpc_client_connect_wait(rpc_client *c, int64_t ms)
 {
     c->connect_wait_ms = ms > 0 ? ms : RPC_CONNECT_WAIT_MS;
+    c->refused_ends = 1;
 }
 
 void
@@ -1061,7 +1138,8 @@ rpc_why(int rv, const char *who, const char *url, int recv, int64_t ms, char *bu
         snprintf(buf, len, "no route to %s (its host is down or its network cut)",
                  url != NULL ? url : w);
     else if (rv == NNG_EADDRINVAL)
-        snprintf(buf, len, "%s is not an address that can be dialed", url != NULL ? url : w);
+        snprintf(buf, len, "%s is not an address that can be dialed (does its host name resolve?)",
+                 url != NULL ? url : w);
     else if (rv == NNG_ECRYPTO)
         snprintf(buf, len, "the TLS handshake with %s failed (%s)", w, nng_strerror(rv));
     else if (rv == NNG_EPEERAUTH)

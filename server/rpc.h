@@ -29,6 +29,8 @@
 #define RPC_RECV_MAX (8u << 20)  /* receive-size limit on every RPC socket */
 #define RPC_CONNECT_WAIT_MS 1500 /* how long a call waits for a connection */
 #define RPC_WHY_MS 500           /* then one direct attempt (at most) to find out why not */
+#define RPC_REFUSED_MS 1000      /* refused this long, a rpc_client_connect_wait wait ends */
+#define RPC_REFUSED_STEP_MS 200  /* how often that wait dials the address itself */
 
 /*
  * What protects a server or a client: with a key, every connection proves
@@ -129,7 +131,9 @@ a2a_status rpc_call(rpc_client *c, const char *method, const void *body, size_t 
 /* rpc_client_connect_wait sets how long a call waits for a connection before it fails with
  * UNAVAILABLE (default RPC_CONNECT_WAIT_MS, so that a job's calls to a worker that is gone fail
  * fast; a tool that should wait all of its --timeout gives that). Never more than a call's own
- * deadline; call before the first call. */
+ * deadline; call before the first call. A wait set here ends early when the address refuses
+ * connections, or its host name does not resolve, for RPC_REFUSED_MS (nothing listens there:
+ * "connection refused"); an address that accepts, or stays silent, is waited for all of ms. */
 void rpc_client_connect_wait(rpc_client *c, int64_t ms);
 
 /* rpc_client_url returns the URL the client dials. */

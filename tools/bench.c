@@ -360,6 +360,16 @@ bench_ctx_init(bench_ctx *c, const bench_opts *o)
     int64_t n = 0, me = 0;
     memset(c, 0, sizeof(*c));
     c->what = "start";
+    for (size_t i = 0; i < 2; i++) { /* liba2a's "pass its URL" is for a2a_job_open's callers */
+        const char *var = i == 0 ? "A2A_WORKER_URL" : "A2A_RANK", *v = getenv(var);
+        if (v == NULL || *v == '\0') {
+            fprintf(stderr,
+                    "a2a-bench: no %s: run it under a2a-launch (a2a-launch -n 4 -- a2a-bench), "
+                    "or set A2A_WORKER_URL (its worker) and A2A_RANK (its world rank)\n",
+                    var);
+            exit(2);
+        }
+    }
     if (a2a_job_open(&c->job, NULL, -1) != A2A_OK)
         bench_die(c, "%s", a2a_job_error(NULL));
     if (a2a_get_rank_size(c->job, NULL, &n) != A2A_OK ||

@@ -126,8 +126,7 @@ static const char *
 bo_not_applicable(int ch)
 {
     switch (ch) {
-    case 't':
-        return "nccl-tests' threads per process: here one rank is one process (a2a-launch -n)";
+    case 't': return "nccl-tests' threads per process: here one rank is one process";
     case 'g': return "nccl-tests' GPUs per thread: there are no GPUs here";
     case 'o': return "nccl-tests' reduction operation: alltoallv reduces nothing";
     case 'r': return "nccl-tests' root rank: alltoallv has none";
@@ -266,8 +265,15 @@ bo_parse(bench_opts *o, int argc, char **argv, const char *prog, void (*usage)(F
             return bo_bad(prog, opt, NULL, "needs a value");
         if (ch == '?')
             return bo_bad(prog, opt, NULL, "unknown option");
-        if ((why = bo_not_applicable(ch)) != NULL)
+        if ((why = bo_not_applicable(ch)) != NULL) {
+            char how[160];
+            if (ch == 't') { /* the ranks are processes: how to have more */
+                snprintf(how, sizeof(how), "%s (%s N)", why,
+                         strcmp(prog, "a2a-bench") == 0 ? "a2a-launch -n" : "mpirun -np");
+                why = how;
+            }
             return bo_bad(prog, opt, NULL, why);
+        }
         if ((r = bo_one(o, ch, optarg, opt, prog, usage, &factor_given)) != 0)
             return r;
     }

@@ -45,7 +45,9 @@ usage(FILE *f)
            "                      tls+tcp://HOST:PORT or ipc:///PATH\n"
            "  --json              print JSON for scripts instead of text; a failure is\n"
            "                      {\"error\":MESSAGE,\"status\":STATUS,\"command\":CMD} on stdout\n"
-           "  --timeout MS        deadline of the call, connecting included (default 5000)\n"
+           "  --timeout MS        deadline of the call, connecting included (default 5000);\n"
+           "                      a port that refuses connections (or a host name that\n"
+           "                      does not resolve) for 1 s ends it early\n"
            "  --token-file FILE   the cluster's shared secret (default $A2A_TOKEN_FILE)\n"
            "  --tls-cert FILE     TLS: this client's certificate (default $A2A_TLS_CERT)\n"
            "  --tls-key FILE      TLS: its private key (default $A2A_TLS_KEY)\n"
@@ -451,6 +453,23 @@ parse_args(ctl *c, int argc, char **argv, const char **url, const char **token_f
 }
 
 /* ctl_main is main on the reordered command line. */
+/* tls_missing: the first TLS setting missing while another is given (flags set the variables),
+ * NULL when all three or none are there. */
+static const char *
+tls_missing(void)
+{
+    static const char *const var[3] = {"A2A_TLS_CERT", "A2A_TLS_KEY", "A2A_TLS_CA"};
+    static const char *const flag[3] = {"--tls-cert (A2A_TLS_CERT)", "--tls-key (A2A_TLS_KEY)",
+                                        "--tls-ca (A2A_TLS_CA)"};
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        n += getenv(var[i]) != NULL;
+    for (int i = 0; n > 0 && n < 3 && i < 3; i++)
+        if (getenv(var[i]) == NULL)
+            return flag[i];
+    return NULL;
+}
+
 static int
 ctl_main(int argc, char **argv)
 {
@@ -476,6 +495,13 @@ ctl_main(int argc, char **argv)
                        "no coordinator: give --coordinator URL or set A2A_COORDINATOR_URL", 2);
     if ((why = url_check(url)) != NULL) {
         snprintf(err, sizeof(err), "%s, got \"%.300s\"", why, url);
+        return fail(&c, A2A_ERR_INVALID_ARGUMENT, err);
+    }
+    if ((why = tls_missing()) != NULL) {
+        snprintf(err, sizeof(err),
+                 "TLS takes all of --tls-cert, --tls-key and --tls-ca (or A2A_TLS_CERT, "
+                 "A2A_TLS_KEY and A2A_TLS_CA), or none: %s is missing",
+                 why);
         return fail(&c, A2A_ERR_INVALID_ARGUMENT, err);
     }
     if (secure_from_env(&sec, token_file, err, sizeof(err)) != A2A_OK)

@@ -87,6 +87,16 @@ main(int argc, char **argv)
     if (parsed != 0)
         return parsed == 1 ? 0 : 2;
 
+    for (size_t i = 0; i < 2; i++) { /* liba2a's "pass its URL" is for a2a_job_open's callers */
+        const char *var = i == 0 ? "A2A_WORKER_URL" : "A2A_RANK", *v = getenv(var);
+        if (v == NULL || *v == '\0') {
+            fprintf(stderr,
+                    "a2a-demo: no %s: run it under a2a-launch (a2a-launch -n 4 -- a2a-demo), or "
+                    "set A2A_WORKER_URL (its worker) and A2A_RANK (its world rank)\n",
+                    var);
+            return 2;
+        }
+    }
     if (a2a_job_open(&job, NULL, -1) != A2A_OK) {
         fprintf(stderr, "a2a-demo: %s\n", a2a_job_error(NULL));
         return 1;

@@ -589,9 +589,21 @@ parse_args(int argc, char **argv, launch_args *a)
                                          {NULL, 0, NULL, 0}};
     int ch, v;
 
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "-np") == 0) /* mpirun's spelling */
+    /* mpirun's spelling -np becomes -n among a2a-launch's options only: the scan stops at
+     * PROGRAM (the first argument that is neither an option nor an option's value), so
+     * that PROGRAM's own -np reaches it unchanged */
+    for (int i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0; i++) {
+        static const char *const valued[] = {
+            "-n",     "-w",          "-r", "-k", "-t", "--np", "--workers", "--ranks-per-worker",
+            "--keep", "--token-file"};
+        if (strcmp(argv[i], "-np") == 0)
             argv[i] = "-n";
+        for (size_t j = 0; j < sizeof(valued) / sizeof(valued[0]); j++)
+            if (strcmp(argv[i], valued[j]) == 0) {
+                i++; /* its value, whatever it looks like */
+                break;
+            }
+    }
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "+:n:w:r:k:t:hV", opts, NULL)) != -1) {
         switch (ch) {

@@ -164,6 +164,12 @@ main(int argc, char **argv)
         }
     }
     if (path == NULL || name == NULL || optind != argc) {
+        if (path == NULL)
+            fprintf(stderr, "a2a-worker: no --config FILE (the cluster YAML)\n");
+        else if (name == NULL)
+            fprintf(stderr, "a2a-worker: no --name NAME (which worker of %s this is)\n", path);
+        else
+            fprintf(stderr, "a2a-worker: unexpected argument \"%s\"\n", argv[optind]);
         usage(stderr);
         return 2;
     }

@@ -541,7 +541,7 @@ GONE_PID=$CPID
 kill -TERM "$GONE_PID" 2>/dev/null || true
 wait_exit "$GONE_PID" 5
 T0=$(date +%s%N)
-# --timeout bounds the wait for a connection (the coordinator may be starting): all of it
+# --timeout bounds the wait for a connection; a port that refuses for 1 s ends it early
 ctl --coordinator "${GONE_URL:-tcp://127.0.0.1:1}" --timeout 2000 health
 T1=$(date +%s%N)
 MS=$(((T1 - T0) / 1000000))

@@ -55,6 +55,14 @@ cli() {
     expect "a2a-demo --help describes ROUNDS" 0 "usage: a2a-demo \[ROUNDS\]" "$demo" --help
     expect "a2a-demo --help does not talk of a worker URL to pass" 0 "A2A_WORKER_URL" "$demo" --help
     expect "a2a-demo bad ROUNDS" 2 "ROUNDS must be a positive integer" "$demo" x
+    # outside a2a-launch: what to do, not liba2a's "pass its URL" (an a2a_job_open argument)
+    expect "a2a-demo without A2A_WORKER_URL says to use a2a-launch" 2 \
+        "^a2a-demo: no A2A_WORKER_URL: run it under a2a-launch" env -u A2A_WORKER_URL "$demo"
+    expect "a2a-bench without A2A_RANK says to use a2a-launch" 2 \
+        "^a2a-bench: no A2A_RANK: run it under a2a-launch" env -u A2A_RANK A2A_WORKER_URL=tcp://127.0.0.1:1 "$bench"
+    expect "a2a-coordinator without --config names it" 2 "^a2a-coordinator: no --config FILE" "$coord"
+    expect "a2a-worker without --name names it" 2 "^a2a-worker: no --name NAME" \
+        "$worker" --config "$src/configs/cluster.yaml"
     expect "a2a-launch --workers 0" 2 "^a2a-launch: --workers 0: must be a positive integer" \
         "$launch" --workers 0 -- "$demo"
     expect "a2a-launch without a program" 2 "no PROGRAM" "$launch" --workers 2
@@ -100,6 +108,11 @@ launch() {
     expect "a2a-launch -np 4 a2a-demo (no --)" 0 "\[3\] rank 3 of 4: .*verified" "$launch" -np 4 "$demo"
     [ "$(lines "$tmp/out" 'verified$')" = 4 ] && ok "-np 4: four ranks verified" ||
         bad "-np 4: four ranks verified"
+    # only a2a-launch's own -np is mpirun's spelling: the program's reaches it unchanged
+    expect "PROGRAM's own -np is passed on unchanged" 0 '^\[0\] args: -np 3 -n 4$' \
+        "$launch" -np 1 sh -c 'echo "args: $*"' sh -np 3 -n 4
+    expect "--keep DIR -np 1 -- PROGRAM -np: unchanged too" 0 '^\[0\] args: -np 3$' \
+        "$launch" --keep "$tmp/keep-np" -np 1 -- sh -c 'echo "args: $*"' sh -np 3
     expect "the failing rank is named" 3 "^a2a-launch: rank 3 exited with status 3" \
         "$launch" -n 4 -- sh -c '[ "$A2A_RANK" != 3 ] || exit 3'
     expect "a rank killed by a signal is named" 137 "^a2a-launch: rank 1 was killed by signal 9" \
@@ -155,7 +168,8 @@ ctl_mode() {
     expect "options after the arguments; a negative rank stays an argument" 1 \
         '^a2a-ctl: create: INVALID_ARGUMENT: "-1" is not a world rank$' "$ctl" create g 1 -1 --coordinator "$url"
     expect "--json usage error is JSON" 2 '^\{"error":"resolve takes GROUP' "$ctl" resolve --json --coordinator "$url"
-    expect "--tls-cert alone: all three or none" 1 "A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA" \
+    expect "--tls-cert alone: all three or none, naming the flags and what is missing" 1 \
+        "all of --tls-cert, --tls-key and --tls-ca \\(or A2A_TLS_CERT, A2A_TLS_KEY and A2A_TLS_CA\\), or none: --tls-key \\(A2A_TLS_KEY\\) is missing" \
         "$ctl" health --coordinator "$url" --tls-cert /etc/hostname
     expect "--tls-* flags are options" 0 "--tls-ca FILE" "$ctl" --help
     # a port that accepts and never answers: --timeout bounds the call, connecting included
@@ -191,7 +205,69 @@ open(sys.argv[1], "w").write(str(s.getsockname()[1])); time.sleep(30)' "$tmp/por
     else
         bad "--timeout 4000 on a silent port: status $rc after $ms ms"; cat "$tmp/to"
     fi
+    refused
     reasons "$url"
+}
+
+# refused: a port that refuses ends a2a-ctl's wait early, with the reason, whatever its
+# --timeout (it waited all of it: 9.5 s of 10); one that starts listening during the wait is
+# still waited for (bounds are fractions of the timeout, not of the machine's speed)
+refused() {
+    local p rc ms t0
+    p=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    t0=$(date +%s%N)
+    "$ctl" health --coordinator "tcp://127.0.0.1:$p" --timeout 10000 >"$tmp/ref" 2>&1
+    rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
+    if [ "$rc" = 1 ] && [ "$ms" -lt 5000 ] &&
+        grep -q "UNAVAILABLE: cannot reach tcp://127.0.0.1:$p in [0-9]* ms: nothing listens there (connection refused: is it running?)" "$tmp/ref"; then
+        ok "--timeout 10000 on a refusing port: ends early ($ms ms) saying nothing listens"
+    else
+        bad "--timeout 10000 on a refusing port: status $rc after $ms ms (want 1, well under 5000)"
+        cat "$tmp/ref"
+    fi
+    # a host name that does not resolve (.invalid never does, RFC 6761) ends it early too,
+    # said as such (it was "not an address that can be dialed" after all of the timeout)
+    t0=$(date +%s%N)
+    if ! timeout 2 getent hosts a2a-test.invalid >/dev/null 2>&1 &&
+        [ $((($(date +%s%N) - t0) / 1000000)) -lt 1000 ]; then
+        t0=$(date +%s%N)
+        "$ctl" health --coordinator "tcp://a2a-test.invalid:7000" --timeout 10000 >"$tmp/ref" 2>&1
+        rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
+        if [ "$rc" = 1 ] && [ "$ms" -lt 5000 ] &&
+            grep -q "cannot reach tcp://a2a-test.invalid:7000 in [0-9]* ms: its host name does not resolve" "$tmp/ref"; then
+            ok "--timeout 10000 on a name that does not resolve: ends early ($ms ms) saying so"
+        else
+            bad "--timeout 10000 on a name that does not resolve: status $rc after $ms ms"
+            cat "$tmp/ref"
+        fi
+    else
+        echo "SKIP: this machine's resolver is slow to say that a2a-test.invalid does not exist"
+    fi
+    # the port starts to accept (and never answers) as soon as a2a-ctl runs: waited out
+    rm -f "$tmp/go"
+    python3 -c '
+import os, socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
+open(sys.argv[1] + ".tmp", "w").write(str(p)); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+end = time.time() + 30
+while not os.path.exists(sys.argv[2]) and time.time() < end: time.sleep(0.01)
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", p)); s.listen(8); time.sleep(30)' "$tmp/late.port" "$tmp/go" &
+    pids+=($!)
+    for _ in $(seq 100); do [ -s "$tmp/late.port" ] && break; sleep 0.05; done
+    p=$(cat "$tmp/late.port")
+    t0=$(date +%s%N)
+    "$ctl" health --coordinator "tcp://127.0.0.1:$p" --timeout 3000 >"$tmp/ref" 2>&1 &
+    local cpid=$!
+    : >"$tmp/go"
+    wait "$cpid"
+    rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
+    if [ "$rc" = 1 ] && [ "$ms" -ge 2700 ] &&
+        grep -q "it accepts connections but does not answer" "$tmp/ref"; then
+        ok "a port that starts listening during the wait is waited for ($ms ms of 3000)"
+    else
+        bad "a port that starts listening during the wait: status $rc after $ms ms"; cat "$tmp/ref"
+    fi
 }
 
 # peer_http PORTFILE: for 30 s, a TCP peer on a free port (written to PORTFILE) that answers
