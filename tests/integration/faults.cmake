@@ -78,3 +78,12 @@ add_test(NAME integration.messages
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
 set_tests_properties(integration.messages PROPERTIES TIMEOUT 150 LABELS integration
   FAIL_REGULAR_EXPRESSION "FAIL")
+
+# outgoing links are checked for liveness (issue 11, item 2): a peer worker stopped before it
+# ever linked to us, or a data port that accepts and never answers, is UNAVAILABLE within
+# seconds, naming it; with a token and without
+add_test(NAME integration.outgoing_liveness
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_outgoing_liveness.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.outgoing_liveness PROPERTIES TIMEOUT 120 LABELS integration
+  FAIL_REGULAR_EXPRESSION "FAIL:")
