@@ -154,8 +154,8 @@ gate_check(gate *g, const char *method, rpc_ctx *ctx, const uint8_t *body, size_
         *st = prove(g, p, ctx, body, len);
     else if (p == NULL || !p->proved) {
         *st = rpc_fail(ctx, A2A_ERR_PERMISSION_DENIED,
-                       "authentication required: this server has a security.token_file, and "
-                       "the caller proved no token");
+                       GATE_UNPROVED ": this server has a security.token_file, and "
+                                     "the caller proved no token");
         ctx->close_after = 1;
     }
     pthread_mutex_unlock(&g->mtx);

@@ -17,6 +17,9 @@
 
 #define GATE_CHALLENGE "AuthChallenge"
 #define GATE_PROVE "AuthProve"
+/* How the refusal of a call on a connection that has not proved the secret begins: the method
+ * did not run (a client that has the token proves it on its new connection and calls again). */
+#define GATE_UNPROVED "authentication required"
 #define GATE_SERVER_LABEL "a2a rpc server"
 #define GATE_CLIENT_LABEL "a2a rpc client"
 

@@ -505,6 +505,29 @@ client_wait_pipe(rpc_client *c, int64_t deadline)
     return up ? 0 : -1;
 }
 
+/* client_wait_other_pipe waits until deadline for a connection other than gone; 0 when one is
+ * up. */
+static int
+client_wait_other_pipe(rpc_client *c, uint32_t gone, int64_t deadline)
+{
+    int up;
+    pthread_mutex_lock(&c->mtx);
+    while ((c->pipes == 0 || c->pipe_id == gone) && !c->closing) {
+        int64_t now = rpc_now_ms(), wait = deadline - now > 50 ? 50 : deadline - now;
+        struct timespec ts;
+        if (now >= deadline)
+            break;
+        clock_gettime(CLOCK_REALTIME, &ts); /* a short wait: a connection going is not signalled */
+        ts.tv_nsec += wait * 1000000;
+        ts.tv_sec += ts.tv_nsec / 1000000000;
+        ts.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&c->cv, &c->mtx, &ts);
+    }
+    up = c->pipes > 0 && c->pipe_id != gone;
+    pthread_mutex_unlock(&c->mtx);
+    return up ? 0 : -1;
+}
+
 /* probe_step waits for aio's operation; its result. */
 static int
 probe_step(nng_aio *aio)
@@ -858,10 +881,11 @@ rpc_call(rpc_client *c, const char *method, const void *body, size_t len, int64_
     return st;
 }
 
-/* client_roundtrip sends one request and waits for its reply until deadline. */
+/* client_roundtrip sends one request and waits for its reply until deadline; *via (when not
+ * NULL) is the connection that answered, 0 for none. */
 static a2a_status
 client_roundtrip(rpc_client *c, const char *method, const void *body, size_t len, int64_t deadline,
-                 uint8_t **reply, size_t *reply_len, char *err, size_t errlen)
+                 uint8_t **reply, size_t *reply_len, uint32_t *via, char *err, size_t errlen)
 {
     wire_request req = {.body = body, .body_len = len};
     msgpack_sbuffer sb;
@@ -890,8 +914,12 @@ client_roundtrip(rpc_client *c, const char *method, const void *body, size_t len
         nng_ctx_close(ctx);
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
+    if (via != NULL)
+        *via = 0;
     st = client_exchange(c, ctx, aio, msg, deadline, &rmsg, err, errlen);
     if (st == A2A_OK) {
+        if (via != NULL)
+            *via = (uint32_t)nng_pipe_id(nng_msg_get_pipe(rmsg));
         st = client_unpack(c, rmsg, req.id, reply, reply_len, err, errlen);
         nng_msg_free(rmsg);
     }
@@ -920,13 +948,19 @@ rpc_client_set_key(rpc_client *c, const auth_key *key)
     return 0;
 }
 
-/* client_handshake proves the secret on the current connection (see server/gate.h). */
+/*
+ * client_handshake proves the secret on the current connection (see server/gate.h); *proved is
+ * the connection that took the proof. NNG's REQ socket sends each call on whatever connection
+ * is up when it goes out: when the connection changed between the two calls, the proof was for
+ * another connection's challenge, and the handshake is UNAVAILABLE (tried again on the new one).
+ */
 static a2a_status
-client_handshake(rpc_client *c, int64_t deadline, char *err, size_t errlen)
+client_handshake(rpc_client *c, int64_t deadline, uint32_t *proved, char *err, size_t errlen)
 {
     uint8_t cnonce[AUTH_NONCE_LEN], got[2][WIRE_BIN32], mac[AUTH_MAC_LEN], *rep = NULL;
     const uint8_t *out[1] = {cnonce};
     size_t replen = 0;
+    uint32_t via_challenge = 0, via_prove = 0;
     msgpack_sbuffer sb;
     char why[256];
     a2a_status st;
@@ -934,8 +968,8 @@ client_handshake(rpc_client *c, int64_t deadline, char *err, size_t errlen)
     auth_nonce(cnonce);
     msgpack_sbuffer_init(&sb);
     wire_bins_encode(&sb, 1, out);
-    st =
-        client_roundtrip(c, GATE_CHALLENGE, sb.data, sb.size, deadline, &rep, &replen, err, errlen);
+    st = client_roundtrip(c, GATE_CHALLENGE, sb.data, sb.size, deadline, &rep, &replen,
+                          &via_challenge, err, errlen);
     msgpack_sbuffer_destroy(&sb);
     if (st == A2A_ERR_INVALID_ARGUMENT) /* a server without a token knows no AuthChallenge */
         st = status_fail(err, errlen, A2A_ERR_PERMISSION_DENIED,
@@ -957,9 +991,14 @@ client_handshake(rpc_client *c, int64_t deadline, char *err, size_t errlen)
     msgpack_sbuffer_init(&sb);
     wire_bins_encode(&sb, 1, out);
     rep = NULL;
-    st = client_roundtrip(c, GATE_PROVE, sb.data, sb.size, deadline, &rep, &replen, err, errlen);
+    st = client_roundtrip(c, GATE_PROVE, sb.data, sb.size, deadline, &rep, &replen, &via_prove, err,
+                          errlen);
     msgpack_sbuffer_destroy(&sb);
     free(rep);
+    if (via_prove != 0 && via_prove != via_challenge)
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE,
+                           "the connection to %s changed during the handshake", c->url);
+    *proved = via_prove;
     return st;
 }
 
@@ -978,10 +1017,11 @@ client_auth(rpc_client *c, int64_t deadline, char *err, size_t errlen)
     proved = pipe != 0 && pipe == c->proved_pipe;
     pthread_mutex_unlock(&c->mtx);
     if (!proved) {
-        st = client_handshake(c, deadline, err, errlen);
+        uint32_t via = 0;
+        st = client_handshake(c, deadline, &via, err, errlen);
         pthread_mutex_lock(&c->mtx);
-        if (st == A2A_OK && c->pipe_id == pipe)
-            c->proved_pipe = pipe;
+        if (st == A2A_OK) /* the connection that took the proof, whichever is up now */
+            c->proved_pipe = via;
         pthread_mutex_unlock(&c->mtx);
     }
     pthread_mutex_unlock(&c->auth_mtx);
@@ -1055,19 +1095,40 @@ rpc_call_counted(rpc_client *c, const char *method, const void *body, size_t len
         return status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "cannot reach %s in %lld ms%s", c->url,
                            (long long)(rpc_now_ms() - start), why);
     }
-    /* A server over its cap of connections not yet proved (server/guard.h) closes a new one at
-     * once: the handshake has no effect, so prove the secret again on the next connection. */
-    for (int tries = 0; c->has_key; tries++) {
-        st = client_auth(c, deadline, err, errlen);
-        if (st == A2A_OK)
-            break;
-        if (st != A2A_ERR_UNAVAILABLE || tries == 4 || rpc_now_ms() + 20 >= deadline)
+    for (int sends = 0;; sends++) {
+        uint32_t via = 0;
+        /* A server over its cap of connections not yet proved (server/guard.h) closes a new one
+         * at once: the handshake has no effect, so prove the secret again on the next
+         * connection. */
+        for (int tries = 0; c->has_key; tries++) {
+            st = client_auth(c, deadline, err, errlen);
+            if (st == A2A_OK)
+                break;
+            if (st != A2A_ERR_UNAVAILABLE || tries == 4 || rpc_now_ms() + 20 >= deadline)
+                return st;
+            nng_msleep(20); /* NNG redials (RECONNMINT) */
+            if (client_wait_pipe(c, deadline) != 0)
+                return st;
+        }
+        st = client_roundtrip(c, method, body, len, deadline, reply, reply_len, &via, err, errlen);
+        /* The check above and the send are not one step: when the connection went and NNG dialed
+         * a new one in between, the REQ socket sent the call on the new one, which has not proved
+         * the secret, and the server refused it before running it. Prove the secret on the
+         * connection that comes after the refused one (the server closes that) and call again. */
+        if (st != A2A_ERR_PERMISSION_DENIED || !c->has_key ||
+            strncmp(err, GATE_UNPROVED, strlen(GATE_UNPROVED)) != 0 || sends == 2 ||
+            rpc_now_ms() + 20 >= deadline)
             return st;
-        nng_msleep(20); /* NNG redials (RECONNMINT) */
-        if (client_wait_pipe(c, deadline) != 0)
+        free(*reply);
+        *reply = NULL;
+        *reply_len = 0;
+        pthread_mutex_lock(&c->mtx);
+        if (c->proved_pipe == via)
+            c->proved_pipe = 0;
+        pthread_mutex_unlock(&c->mtx);
+        if (client_wait_other_pipe(c, via, deadline) != 0)
             return st;
     }
-    return client_roundtrip(c, method, body, len, deadline, reply, reply_len, err, errlen);
 }
 
 void

@@ -332,6 +332,12 @@ fetch_group(engine *e, const char *name, int64_t timeout_ms, wire_group *wg, cha
     if (st == A2A_ERR_UNAVAILABLE || st == A2A_ERR_DEADLINE_EXCEEDED) {
         snprintf(why, sizeof(why), "%s", err);
         st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "coordinator: %s", why);
+    } else if (st == A2A_ERR_PERMISSION_DENIED) { /* refused this worker, not the job calling */
+        snprintf(why, sizeof(why), "%s", err);
+        st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE,
+                         "the coordinator refused worker %s (its security.token_file and ours "
+                         "differ?): %s",
+                         e->self->name, why);
     }
     if (st == A2A_OK && wire_group_decode(wg, rep, replen, why, sizeof(why)) != 0)
         st = status_fail(err, errlen, A2A_ERR_INTERNAL, "bad reply from the coordinator: %s", why);

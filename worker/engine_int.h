@@ -58,6 +58,8 @@ struct eng_peer {
     int failing;                 /* the sender is failing its queue */
     int writing; /* a thread writes on out (the sender, or link_flush): only it may */
     int lost;    /* link_peer_down ran since its last HELLO: what it had in flight has failed */
+    int64_t out_up_ms; /* when out came up: a link of p's must come within ENGINE_LINK_DEAD_MS */
+    int link_back;     /* p linked to us: have a link to p too, so that p hears our heartbeats */
 };
 
 /* A pair of group ranks s -> d. */

@@ -28,7 +28,8 @@ handshake_set_key(engine *e, const auth_key *key)
     (void)rpc_client_set_key(e->coord, key);
 }
 
-/* hs_read reads one handshake frame into f by deadline, into a fixed buffer; 0, or -1 with why. */
+/* hs_read reads one handshake frame into f by deadline, into a fixed buffer; 0, NNG_ETIMEDOUT
+ * when the deadline passed first, or -1; with why. */
 static int
 hs_read(wsock *s, int64_t deadline, frame *f, char *why, size_t whylen)
 {
@@ -40,9 +41,8 @@ hs_read(wsock *s, int64_t deadline, frame *f, char *why, size_t whylen)
 
     if ((rv = wsock_io_by(s, &iov, 1, 1, deadline)) != 0) {
         snprintf(why, whylen, "%s",
-                 rv == NNG_ETIMEDOUT ? "no handshake frame within the handshake's 5 s"
-                                     : nng_strerror(rv));
-        return -1;
+                 rv == NNG_ETIMEDOUT ? "no handshake frame in time" : nng_strerror(rv));
+        return rv == NNG_ETIMEDOUT ? rv : -1;
     }
     if (frame_prefix_decode(prefix, &hlen, &plen, why, whylen) != 0)
         return -1;
@@ -56,11 +56,10 @@ hs_read(wsock *s, int64_t deadline, frame *f, char *why, size_t whylen)
     iov = (nng_iov){hdr, hlen};
     if ((rv = wsock_io_by(s, &iov, 1, 1, deadline)) != 0) {
         snprintf(why, whylen, "%s",
-                 rv == NNG_ETIMEDOUT ? "no whole handshake frame within the handshake's 5 s"
-                                     : nng_strerror(rv));
-        return -1;
+                 rv == NNG_ETIMEDOUT ? "no whole handshake frame in time" : nng_strerror(rv));
+        return rv == NNG_ETIMEDOUT ? rv : -1;
     }
-    return frame_header_decode(f, hdr, hlen, 0, why, whylen);
+    return frame_header_decode(f, hdr, hlen, 0, why, whylen) != 0 ? -1 : 0;
 }
 
 /* hs_write writes a frame without payload (CHALLENGE, HELLO, WELCOME) by deadline. */
@@ -85,15 +84,18 @@ hs_write(wsock *s, const frame *f, int64_t deadline)
 
 /* ---- the dialer ---- */
 
-/* read_handshake reads the next frame on our link s to p, which must be of type want; 0, or -1
- * (logged, with hint). */
+/* read_handshake reads the next frame on our link s to p, which must be of type want; 0,
+ * NNG_ETIMEDOUT (p sent nothing by deadline), or -1 (logged, with hint). */
 static int
 read_handshake(eng_peer *p, wsock *s, int64_t deadline, frame_type want, const char *name,
                const char *hint, frame *f)
 {
     char why[256];
+    int rv;
 
-    if (hs_read(s, deadline, f, why, sizeof(why)) != 0) {
+    if ((rv = hs_read(s, deadline, f, why, sizeof(why))) == NNG_ETIMEDOUT)
+        return rv; /* said by the caller: the peer is silent (stopped, overloaded, cut off) */
+    if (rv != 0) {
         log_warn("link to %s (%s): no %s from the peer (%s): %s", p->w->name, p->w->data_url, name,
                  why, hint);
         return -1;
@@ -112,10 +114,11 @@ static int
 answer_challenge(engine *e, eng_peer *p, wsock *s, int64_t deadline, frame *hello)
 {
     frame ch;
+    int rv;
 
-    if (read_handshake(p, s, deadline, FRAME_CHALLENGE, "CHALLENGE",
-                       "is its security.token_file set as ours is?", &ch) != 0)
-        return NNG_EPROTO;
+    if ((rv = read_handshake(p, s, deadline, FRAME_CHALLENGE, "CHALLENGE",
+                             "is its security.token_file set as ours is?", &ch)) != 0)
+        return rv == NNG_ETIMEDOUT ? rv : NNG_EPROTO;
     link_proof(e, FRAME_LINK_LABEL, ch.nonce, hello->worker, hello->incarnation, hello->mac);
     hello->has_mac = 1;
     auth_nonce(hello->nonce); /* the listener proves the token for this one (WELCOME) */
@@ -131,9 +134,10 @@ check_welcome(engine *e, eng_peer *p, wsock *s, int64_t deadline, const frame *h
                                "dialed, or has another security.token_file";
     uint8_t want[AUTH_MAC_LEN];
     frame w;
+    int rv;
 
-    if (read_handshake(p, s, deadline, FRAME_WELCOME, "WELCOME", hint, &w) != 0)
-        return NNG_EPEERAUTH;
+    if ((rv = read_handshake(p, s, deadline, FRAME_WELCOME, "WELCOME", hint, &w)) != 0)
+        return rv == NNG_ETIMEDOUT ? rv : NNG_EPEERAUTH;
     link_proof(e, FRAME_LINK_LISTENER_LABEL, hello->nonce, p->w->name, 0, want);
     if (!auth_equal(want, w.mac, AUTH_MAC_LEN)) {
         log_warn("link to %s (%s): a wrong proof in WELCOME: %s", p->w->name, p->w->data_url, hint);
@@ -146,7 +150,8 @@ int
 handshake_dial(engine *e, eng_peer *p, wsock *s)
 {
     frame f = {.type = FRAME_HELLO, .incarnation = e->incarnation};
-    int64_t deadline = rpc_now_ms() + HANDSHAKE_MS;
+    /* a live listener answers at once: silence is judged as on a link that is up */
+    int64_t deadline = rpc_now_ms() + HANDSHAKE_DIAL_MS;
     int rv;
 
     snprintf(f.worker, sizeof(f.worker), "%s", e->self->name);
@@ -208,8 +213,12 @@ handshake_accept(engine *e, wsock *s, int64_t deadline, frame *hello, char *why,
             return -1;
         }
     }
-    if (hs_read(s, deadline, hello, why, whylen) != 0)
+    if ((rv = hs_read(s, deadline, hello, why, whylen)) != 0) {
+        if (rv == NNG_ETIMEDOUT)
+            snprintf(why, whylen, "no whole HELLO within the handshake's %d s",
+                     HANDSHAKE_MS / 1000);
         return -1;
+    }
     if (hello->type != FRAME_HELLO) {
         snprintf(why, whylen, "the first frame is of type %d, not HELLO", hello->type);
         frame_fini(hello);

@@ -11,7 +11,13 @@
  * Until the other side has proved the secret, a side reads only into a fixed
  * HANDSHAKE_FRAME_MAX buffer (a prefix announcing more, or any payload,
  * closes the link) and the whole handshake has HANDSHAKE_MS, however slowly
- * its bytes come.
+ * its bytes come (the dialer waits HANDSHAKE_DIAL_MS for the listener).
+ *
+ * Liveness of a link we dialed (write-only: nothing comes back on it once up):
+ * a worker that accepts a link from a peer links back to it if it has no link
+ * of its own (its heartbeats then come back every ENGINE_HEARTBEAT_MS), and
+ * the dialer gives the peer up when no link of the peer's came within
+ * ENGINE_LINK_DEAD_MS of its own going up (link.c).
  */
 #ifndef A2A_WORKER_HANDSHAKE_H
 #define A2A_WORKER_HANDSHAKE_H
@@ -19,13 +25,18 @@
 #include "engine_int.h"
 
 #define HANDSHAKE_FRAME_MAX 512 /* header bytes of a CHALLENGE, HELLO or WELCOME (~150 used) */
-#define HANDSHAKE_MS 5000       /* for the whole handshake, either side */
+#define HANDSHAKE_MS 5000       /* for the whole handshake, on the listener's side */
+/* The dialer's side: a listener that is alive answers at once, so its silence is judged as on
+ * a link that is up (ENGINE_LINK_DEAD_MS): a peer stopped before it ever linked to us, or a
+ * port that accepts and never answers, is unavailable after this long, not at the deadline. */
+#define HANDSHAKE_DIAL_MS ENGINE_LINK_DEAD_MS
 /* Incoming links still in their handshake: at most this many in all, and from one source
  * address (plus the number of workers, which may all share a host). Beyond, closed at once. */
 #define HANDSHAKE_PENDING_MAX 64
 #define HANDSHAKE_PENDING_PER_SOURCE 8
 
-/* handshake_dial runs the dialer's side on s, our new link to p; 0, or an NNG error (logged). */
+/* handshake_dial runs the dialer's side on s, our new link to p; 0, NNG_ETIMEDOUT (p was silent
+ * for HANDSHAKE_DIAL_MS: not logged, the caller says so), or another NNG error (logged). */
 int handshake_dial(engine *e, eng_peer *p, wsock *s);
 
 /*

@@ -259,28 +259,59 @@ static int
 sender_dial(engine *e, eng_peer *p)
 {
     wsock *s = NULL;
-    int rv;
+    int rv, connected = 0;
 
+    p->link_back = 0; /* one try: a peer that is gone is not dialed again and again */
     pthread_mutex_unlock(&e->mtx);
-    if ((rv = wsock_dial(p->w->data_url, e->sec->tls_client, ENGINE_DIAL_MS, &s)) == 0)
+    if ((rv = wsock_dial(p->w->data_url, e->sec->tls_client, ENGINE_DIAL_MS, &s)) == 0) {
+        connected = 1;
         rv = handshake_dial(e, p, s);
+    }
     pthread_mutex_lock(&e->mtx);
     if (rv != 0) {
         wsock_free(s);
         if (!e->stopping) {
             char why[300], what[240];
-            snprintf(
-                why, sizeof(why), "cannot connect: %s",
-                rpc_why(rv, p->w->name, p->w->data_url, 1, ENGINE_DIAL_MS, what, sizeof(what)));
+            if (connected &&
+                rv == NNG_ETIMEDOUT) /* accepted by its kernel, or a port that is mute */
+                snprintf(why, sizeof(why),
+                         "%s took the connection but did not answer its handshake for %d s "
+                         "(stopped, overloaded, or not an a2a worker)",
+                         p->w->name, HANDSHAKE_DIAL_MS / 1000);
+            else
+                snprintf(
+                    why, sizeof(why), "cannot connect: %s",
+                    rpc_why(rv, p->w->name, p->w->data_url, 1, ENGINE_DIAL_MS, what, sizeof(what)));
             link_peer_down(e, p, why);
         }
         return -1;
     }
     p->out = s;
     p->out_reset = 0;
-    p->last_sent_ms = rpc_now_ms();
+    p->last_sent_ms = p->out_up_ms = rpc_now_ms();
     log_debug("link to %s (%s) up", p->w->name, p->w->data_url);
     return 0;
+}
+
+/*
+ * silent_peer: our link to p is up, and p has not linked back to us within
+ * ENGINE_LINK_DEAD_MS (a worker that takes a link links back: handshake.h),
+ * so nothing tells us p is alive; gives p up (link_peer_down). 1 when it did.
+ */
+static int
+silent_peer(engine *e, eng_peer *p)
+{
+    char why[300];
+
+    if (p->out == NULL || p->out_reset || p->in != NULL ||
+        rpc_now_ms() - p->out_up_ms < ENGINE_LINK_DEAD_MS)
+        return 0;
+    snprintf(why, sizeof(why),
+             "%s took our link but did not link back for %d s (stopped, overloaded, or its "
+             "network cut)",
+             p->w->name, ENGINE_LINK_DEAD_MS / 1000);
+    link_peer_down(e, p, why);
+    return 1;
 }
 
 static void
@@ -428,10 +459,12 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
         p->out = NULL;
         p->out_reset = 0;
     }
-    if (p->out == NULL && (p->ctl_head != NULL || p->sends != NULL)) {
+    if (p->out == NULL && (p->ctl_head != NULL || p->sends != NULL || p->link_back)) {
         sender_dial(e, p);
         return;
     }
+    if (silent_peer(e, p))
+        return;
     if ((c = p->ctl_head) != NULL) {
         p->ctl_head = c->next;
         if (p->ctl_head == NULL)
@@ -521,6 +554,10 @@ receiver_hello(engine *e, eng_in *in, char *why, size_t whylen)
                      (unsigned long long)f.incarnation);
         p->incarnation = f.incarnation;
         p->lost = 0;
+        if (p->out == NULL || p->out_reset) { /* p hears our heartbeats only on a link of ours */
+            p->link_back = 1;
+            pthread_cond_signal(&p->cv);
+        }
         log_debug("link from %s up", p->w->name);
     }
     pthread_mutex_unlock(&e->mtx);

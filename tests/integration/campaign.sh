@@ -15,7 +15,9 @@
 #   CAMPAIGN_TIMEOUT_MS  timeout_ms of every call (default 3000)
 #   CAMPAIGN_LATE_MS  a call returning later than its deadline plus this is
 #                     late (default 500, README "Never late"); counted and
-#                     reported, the worst lateness printed
+#                     reported, the worst lateness printed; a late call whose
+#                     own worker was not SIGSTOPped while it ran fails the
+#                     campaign (CAMPAIGN_LATE_FATAL=0: reported only)
 #   CAMPAIGN_HANG_MS  a call not returned after its deadline plus this is a hang
 #                     (default 5000): FAIL; the job is then killed and restarted
 #   CAMPAIGN_GAP_MS   the longest pause between two faults (default 1000; each
@@ -56,8 +58,9 @@
 # status, late errors and the worst lateness past the deadline, hangs, wrong
 # data, services that died without being killed, and recovery after the last
 # fault (rounds from the first round started after it ended to the first round
-# OK on every rank). Exit 1 on any wrong data, hang, unexpected death or no
-# recovery; 2 on bad usage or a cluster that does not start.
+# OK on every rank). Exit 1 on any wrong data, hang, unexpected death, late
+# call of a rank whose worker was not stopped (CAMPAIGN_LATE_FATAL), stuck
+# group or no recovery; 2 on bad usage or a cluster that does not start.
 set -u
 coord_bin=$1 worker_bin=$2 seqcheck=$3 pre=$4
 NFAULTS=${CAMPAIGN_FAULTS:-50}
@@ -135,10 +138,15 @@ on() {
 }
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# below the kernel's ephemeral range: an outgoing connection (a worker's, or any other
+# process's) can then never hold the port of a service that is restarting ("Address already in
+# use", seen with ports above 32768), nor a dial to a dead port connect to itself
+eph_low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+((eph_low > 21000)) || eph_low=32768
 pick_ports() {
-    local base=$((20000 + ($$ * 13 + $1 * 101 + RANDOM) % 20000)) p
+    local base=$((20000 + ($$ * 13 + $1 * 101 + RANDOM) % (eph_low - 20500))) p
     ports=()
-    for ((p = base; ${#ports[@]} < 7 && p < 65000; p++)); do
+    for ((p = base; ${#ports[@]} < 7 && p < eph_low; p++)); do
         port_busy "$p" || ports+=("$p")
     done
 }
@@ -602,6 +610,18 @@ bad=0
 ((wrong > 0)) && { bad=1; echo "FAIL: wrong data:"; grep -h " data=wrong" "${L[@]}" | head -5 | cut -c1-400; }
 ((hangs > 0)) && { bad=1; echo "FAIL: $hangs hangs:"; grep -h "HANG" "$dir/campaign.log" | head -5; }
 ((deaths > 0)) && { bad=1; echo "FAIL: $deaths unexpected deaths:"; grep -h "DIED" "$dir/campaign.log" | head -5; }
+# the bound (README "Never late"): a call whose own worker ran all along returns by its deadline
+# plus LATE. CAMPAIGN_LATE_FATAL=0 (ctest, for now): reported, not failed, until the open
+# finding (about 1 s late, rarely, after a job restart: docs/RELIABILITY.md) is fixed
+if ((late_run > 0)); then
+    if [ "${CAMPAIGN_LATE_FATAL:-1}" = 1 ]; then
+        bad=1
+        echo "FAIL: $late_run calls whose worker was not stopped returned later than their deadline + $LATE ms (worst $worst_run ms past it):"
+    else
+        echo "KNOWN (not counted, CAMPAIGN_LATE_FATAL=0): $late_run calls whose worker was not stopped returned later than their deadline + $LATE ms (worst $worst_run ms past it):"
+    fi
+    echo "  ${worst_line//_/ }"
+fi
 # CAMPAIGN_STUCK_FATAL=0 (ctest, for now): a group that does not recover is reported, not
 # failed: lockstep ranks whose members counted different failures stay one operation apart
 # (docs/RELIABILITY.md, the open finding; tests/integration/test_resync.sh reproduces it)

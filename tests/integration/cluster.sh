@@ -13,11 +13,16 @@ port_busy() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# pick_ports N ATTEMPT: N ports from 20000 + (pid, attempt, random) on which nobody answers.
+# pick_ports N ATTEMPT: N ports from 20000 + (pid, attempt, random) on which nobody answers,
+# below the kernel's ephemeral range (an outgoing connection can then never hold the port of a
+# worker that restarts: "Address already in use").
 pick_ports() {
-    local want=$1 base=$((20000 + ($$ * 7 + $2 * 101 + RANDOM) % 20000)) p
+    local low want=$1 p base
+    low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    ((low > 21000)) || low=32768
+    base=$((20000 + ($$ * 7 + $2 * 101 + RANDOM) % (low - 20500)))
     ports=()
-    for ((p = base; ${#ports[@]} < want && p < 65000; p++)); do
+    for ((p = base; ${#ports[@]} < want && p < low; p++)); do
         port_busy "$p" || ports+=("$p")
     done
 }
