@@ -109,7 +109,8 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
             msgpack_pack_int64(&pk, f->dst) || msgpack_pack_uint64(&pk, f->offset);
         break;
     case FRAME_WHERE:
-        r = msgpack_pack_array(&pk, 4) || msgpack_pack_int(&pk, f->type) || pack_opid(&pk, &f->id);
+        r = msgpack_pack_array(&pk, 5) || msgpack_pack_int(&pk, f->type) ||
+            pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->dst);
         break;
     case FRAME_HERE:
         r = msgpack_pack_array(&pk, 6) || msgpack_pack_int(&pk, f->type) ||
@@ -220,7 +221,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
     static const uint32_t fields[] = {
         [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
         [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2,
-        [FRAME_WHERE] = 4, [FRAME_HERE] = 6};
+        [FRAME_WHERE] = 5, [FRAME_HERE] = 6};
     if (n != fields[f->type])
         return msg_fail(err, errlen, "frame type %d with %u fields", f->type, n);
     switch (f->type) {
@@ -256,11 +257,15 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
                        wire_u64(&f->offset, &a[6], "offset", err, errlen)
                    ? -1
                    : 0;
-    case FRAME_WHERE: return opid_decode(&f->id, &a[1], err, errlen);
+    case FRAME_WHERE:
+        return opid_decode(&f->id, &a[1], err, errlen) ||
+                       rank_field(&f->dst, &a[4], "dst", err, errlen)
+                   ? -1
+                   : 0;
     case FRAME_HERE:
         if (opid_decode(&f->id, &a[1], err, errlen) ||
             wire_i64(&f->count, &a[4], "count", err, errlen) ||
-            small_field(&f->idle, &a[5], 1, "idle", err, errlen))
+            small_field(&f->idle, &a[5], 3, "idle", err, errlen))
             return -1;
         return f->count < -1 ? msg_fail(err, errlen, "HERE with number %lld", (long long)f->count)
                              : 0;

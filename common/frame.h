@@ -46,9 +46,11 @@ typedef enum {
     FRAME_HEARTBEAT = 6, /* the link is alive */
     FRAME_CHALLENGE = 7, /* from the listener, with a token: the nonce HELLO must answer */
     FRAME_WELCOME = 8,   /* from the listener, with a token: its proof for HELLO's nonce */
-    FRAME_WHERE = 9,     /* a new job's first call asks where a group's ranks are (id.op: token) */
+    FRAME_WHERE = 9,     /* a new job's first call asks where a group's ranks are (id.op: token;
+                          * dst: the asking group rank) */
     FRAME_HERE = 10,     /* the answer: count, the number a call joining now takes (-1: none);
-                          * idle: no rank there is in that operation, the one before it failed */
+                          * idle: bit 0, no rank there is in that operation and the one before
+                          * it failed; bit 1, the asking rank's frames came there before */
 } frame_type;
 #define FRAME_TYPE_MAX FRAME_HERE
 
@@ -82,7 +84,7 @@ typedef struct {
     int64_t *srcs;                   /* READY, malloc'd */
     int64_t *counts;                 /* READY, malloc'd */
     int64_t count;                   /* SLICE: the sender's count; HERE: a number, or -1 */
-    int32_t idle;                    /* HERE: 0 or 1 (group_seq_where) */
+    int32_t idle;                    /* HERE: bits (FRAME_HERE) */
     a2a_status status;               /* SLICE, ABORT */
     uint64_t offset;                 /* DATA: byte offset in the slice */
     uint64_t resync;                 /* ABORT: 0, or the lowest number the next calls may take */

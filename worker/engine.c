@@ -259,6 +259,8 @@ group_install(engine *e, op_group *g)
         old->next = NULL;
         old->retired = 1;
         group_seq_carry(&g->seq, &old->seq);
+        if (op_group_carry(g, old) != 0)
+            log_warn("out of memory: group \"%s\" forgets which ranks were heard from", g->name);
         for (op_call *c = old->asks; c != NULL; c = c->ask_next)
             op_ask_fail(&o, c, A2A_ERR_UNAVAILABLE,
                         "group changed while the call asked where its ranks are (a member "

@@ -176,6 +176,7 @@ group_free(op_group *g)
     free(g->world);
     free(g->peer);
     free(g->lidx);
+    free(g->heard);
     free(g);
 }
 
@@ -679,6 +680,7 @@ op_ask(op_out *o, op_group *g, op_call *c)
     c->ask_left = 0;
     c->ask_num = -1;
     c->ask_idle = 1;
+    c->ask_heard = 0;
     c->ask_st = A2A_OK;
     c->ask_msg[0] = '\0';
     if ((c->ask_wait = calloc(nw > 0 ? nw : 1, 1)) == NULL)
@@ -702,6 +704,7 @@ op_ask(op_out *o, op_group *g, op_call *c)
     snprintf(f.id.group, sizeof(f.id.group), "%s", g->name);
     f.id.epoch = g->epoch;
     f.id.op = c->ask_token;
+    f.dst = c->grank;
     for (size_t p = 0; p < nw; p++)
         if (c->ask_wait[p] && send_frame(o, (int)p, NULL, &f) == NULL) {
             op_ask_fail(o, c, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
@@ -726,6 +729,10 @@ op_ask_number(const op_group *g, const op_call *c, int *wait)
 {
     int idle = 0;
     int64_t here = group_seq_where(&g->seq, &idle), n = c->ask_num;
+    if (!c->ask_heard) { /* the rank's first job: its first call is operation 0 */
+        *wait = 0;
+        return 0;
+    }
     if (here > n)
         *wait = idle;
     else if (here == n)
@@ -761,7 +768,10 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
         int idle = 0;
         if (g != NULL)
             r.count = group_seq_where(&g->seq, &idle);
-        r.idle = idle;
+        r.idle = idle | (g != NULL && g->heard != NULL && f->dst >= 0 && (size_t)f->dst < g->n &&
+                                 g->heard[f->dst]
+                             ? 2
+                             : 0);
         (void)send_frame(o, peer, NULL, &r);
         return;
     }
@@ -770,17 +780,43 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
     for (op_call *c = g->asks; c != NULL; c = c->ask_next)
         if (c->asking && c->ask_token == f->id.op && c->ask_wait[peer]) {
             c->ask_wait[peer] = 0;
+            c->ask_heard |= (f->idle & 2) != 0;
             if (f->count > c->ask_num) {
                 c->ask_num = f->count;
-                c->ask_idle = f->idle;
+                c->ask_idle = f->idle & 1;
             } else if (f->count == c->ask_num)
-                c->ask_idle = c->ask_idle && f->idle;
+                c->ask_idle = c->ask_idle && (f->idle & 1);
             if (--c->ask_left == 0) {
                 c->asking = 0;
                 push_call(o, OPA_WAKE, c);
             }
             return;
         }
+}
+
+int
+op_group_carry(op_group *g, const op_group *old)
+{
+    if (old->heard == NULL)
+        return 0;
+    if (g->heard == NULL && (g->heard = calloc(g->n > 0 ? g->n : 1, 1)) == NULL)
+        return -1;
+    for (size_t i = 0; i < g->n; i++)
+        for (size_t j = 0; j < old->n; j++)
+            if (g->world[i] == old->world[j] && old->heard[j])
+                g->heard[i] = 1;
+    return 0;
+}
+
+/* heard notes that a frame of group rank r came from its worker peer. */
+static void
+heard(op_group *g, int peer, int64_t r)
+{
+    if (r < 0 || (size_t)r >= g->n || g->peer[r] != peer)
+        return;
+    if (g->heard == NULL && (g->heard = calloc(g->n, 1)) == NULL)
+        return;
+    g->heard[r] = 1;
 }
 
 /* ---- frames ---- */
@@ -997,6 +1033,8 @@ op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f)
     }
     if (f->type == FRAME_READY)
         group_seq_saw(&g->seq, f->id.op);
+    if (f->type == FRAME_READY || f->type == FRAME_SLICE)
+        heard(g, peer, f->type == FRAME_READY ? f->dst : f->src);
     if (op == NULL) {
         if ((op = op_get(g, f->id.op, 1)) == NULL) {
             log_warn("out of memory: dropping a frame of group \"%s\"", g->name);

@@ -86,6 +86,7 @@ typedef struct op_call {
     uint8_t *ask_wait; /* by peer: 1 while its answer is awaited */
     int64_t ask_num;   /* the highest number heard (-1: none) */
     int ask_idle;      /* every answer of ask_num said idle (group_seq_where) */
+    int ask_heard;     /* a member worker had frames of this rank before: a replacement */
     a2a_status ask_st; /* not A2A_OK: the ask failed, ask_msg says why */
     char ask_msg[512];
 } op_call;
@@ -136,6 +137,7 @@ struct op_group {
     int stale;        /* resolve again before the next operation */
     int retired;      /* replaced by a newer epoch: freed when its last operation and ask go */
     op_call *asks;    /* calls asking where the group is (op_ask) */
+    uint8_t *heard;   /* by group rank: a frame of that rank came here (NULL: none yet) */
     uint64_t ask_seq; /* the last ask's token */
 };
 
@@ -242,11 +244,13 @@ int op_ask(op_out *o, op_group *g, op_call *c);
  * ended already. */
 void op_ask_fail(op_out *o, op_call *c, a2a_status st, const char *msg);
 /*
- * op_ask_number returns the number c takes after its ask ended well: the highest answer, or
- * this worker's own (group_seq_where), or 0 when nobody knows. *wait is 1 when every worker
- * that gave it said idle (its ranks failed the operation before and are not in this one): c
- * then takes it only if a peer's frame for it comes (op_get(g, number, 0) exists) within
- * ENGINE_ASK_PATIENCE_MS, the others calling it; else it is late to the one before (number -
+ * op_ask_number returns the number c takes after its ask ended well. When no member worker
+ * ever had a frame of c's rank, this is the rank's first job: its k-th call is operation k,
+ * so 0 (a latecomer to operation 0 gets its failure). Else c replaces a job the others knew:
+ * the highest answer, or this worker's own (group_seq_where), or 0 when nobody knows. *wait is 1
+ * when every worker that gave it said idle (its ranks failed the operation before and are not in
+ * this one): c then takes it only if a peer's frame for it comes (op_get(g, number, 0) exists)
+ * within ENGINE_ASK_PATIENCE_MS, the others calling it; else it is late to the one before (number -
  * 1), which the others failed without it while they wait for it outside a2a.
  */
 uint64_t op_ask_number(const op_group *g, const op_call *c, int *wait);
@@ -256,6 +260,9 @@ int op_ask_end(op_group *g, op_call *c);
 /* op_where handles a WHERE (answered with HERE) or HERE frame from peer, of any epoch; g: the
  * group of that name here, or NULL when this worker has not resolved it (the answer is -1). */
 void op_where(op_out *o, op_group *g, int peer, const frame *f);
+/* op_group_carry takes over from old (the same group's previous epoch) which ranks' frames
+ * came here, by world rank; 0, or -1 out of memory. */
+int op_group_carry(op_group *g, const op_group *old);
 
 /* op_missing writes the group ranks c still waits for. */
 void op_missing(const op_call *c, char *buf, size_t len);

@@ -678,6 +678,8 @@ restart(sim *S, int w)
     g->ops = NULL;
     g->nops = 0;
     g->stale = 0;
+    g->heard = NULL; /* it forgets: old keeps its own */
+    g->asks = NULL;
     for (size_t i = 0, l = 0; i < S->n; i++)
         if (S->where[i] == w)
             world[l++] = (int64_t)i;

@@ -541,11 +541,12 @@ static void
 test_where_here(void)
 {
     int64_t nums[] = {-1, 0, 7, INT64_MAX};
-    frame in = {.type = FRAME_WHERE, .id = {.group = "grp", .epoch = 3, .op = 99}}, out;
+    frame in = {.type = FRAME_WHERE, .id = {.group = "grp", .epoch = 3, .op = 99}, .dst = 2}, out;
     mbuf b;
 
     round_trip(&in, 0, &out);
     CU_ASSERT_EQUAL(out.type, FRAME_WHERE);
+    CU_ASSERT_EQUAL(out.dst, 2);
     CU_ASSERT_STRING_EQUAL(out.id.group, "grp");
     CU_ASSERT_EQUAL(out.id.epoch, 3);
     CU_ASSERT_EQUAL(out.id.op, 99);
@@ -553,11 +554,11 @@ test_where_here(void)
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         in.type = FRAME_HERE;
         in.count = nums[i];
-        in.idle = (int32_t)(i % 2);
+        in.idle = (int32_t)(i % 4);
         round_trip(&in, 0, &out);
         CU_ASSERT_EQUAL(out.type, FRAME_HERE);
         CU_ASSERT_EQUAL(out.count, nums[i]);
-        CU_ASSERT_EQUAL(out.idle, (int32_t)(i % 2));
+        CU_ASSERT_EQUAL(out.idle, (int32_t)(i % 4));
         CU_ASSERT_EQUAL(out.id.op, 99);
         frame_fini(&out);
     }
@@ -573,11 +574,12 @@ test_where_here(void)
     mb_fini(&b);
     /* no payload on either */
     mb_init(&b);
-    msgpack_pack_array(&b.pk, 4);
+    msgpack_pack_array(&b.pk, 5);
     msgpack_pack_int(&b.pk, FRAME_WHERE);
     mb_str(&b, "grp");
     msgpack_pack_uint64(&b.pk, 3);
     msgpack_pack_uint64(&b.pk, 99);
+    msgpack_pack_int64(&b.pk, 2);
     expect_ok(b.sb.data, b.sb.size, 0, "WHERE");
     expect_fail(b.sb.data, b.sb.size, 10, NULL, "WHERE with a payload");
     mb_fini(&b);
@@ -599,7 +601,7 @@ test_fini_zeroed(void)
 static const uint32_t nfields[] = {
     [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
     [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2,
-    [FRAME_WHERE] = 4, [FRAME_HERE] = 6};
+    [FRAME_WHERE] = 5, [FRAME_HERE] = 6};
 
 enum field_kind { F_TYPE, F_STR, F_U64, F_I64, F_LIST, F_BIN32 };
 
