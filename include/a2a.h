@@ -77,10 +77,15 @@ typedef struct {
     const int64_t *send_counts; /* group-size arrays, in elements */
     const int64_t *send_displacements;
     void *recv_data;
-    size_t recv_len; /* capacity of recv_data, in elements */
-    const int64_t *recv_counts;
+    size_t recv_len;            /* capacity of recv_data, in elements */
+    const int64_t *recv_counts; /* NULL (with recv_displacements NULL): count discovery */
     const int64_t *recv_displacements;
     int64_t timeout_ms; /* 0: the default ($A2A_OP_TIMEOUT_MS) */
+    /* group-size array or NULL: on success, the counts received from each group rank. With
+     * recv_counts == NULL it is required: the slices land packed in group-rank order from
+     * element 0 of recv_data; more than recv_len elements in all fail the operation for every
+     * member with A2A_ERR_RESOURCE_EXHAUSTED, and nothing is written past recv_len. */
+    int64_t *recv_counts_out;
 } a2a_alltoallv_args;
 
 a2a_status a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args);
