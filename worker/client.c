@@ -43,6 +43,7 @@
 #include "common/wire.h"
 #include "server/rpc.h"
 #include "server/secure.h"
+#include "request.h"
 
 #define CLIENT_CALL_MS 10000 /* deadline of group calls */
 #define CLIENT_SLACK_MS 5000 /* what an operation's RPC deadline adds to the operation's */
@@ -161,6 +162,8 @@ struct a2a_job {
     job_chan *chans;       /* free channels */
     size_t nchans;         /* open channels, free or in a call */
     int64_t chan_retry_ms; /* no new channel before this time (rpc_now_ms) */
+    req_lanes *lanes;      /* non-blocking calls (request.c), under its lock */
+    int closing;           /* a2a_job_close began: no new session (under lmtx) */
 };
 
 static __thread char open_err[1024]; /* a2a_job_error(NULL): why a2a_job_open failed */
@@ -500,6 +503,8 @@ local_ensure(a2a_job *job)
     a2a_status st;
     int fd;
 
+    if (job->closing)
+        return job_fail(job, A2A_ERR_UNAVAILABLE, "the job is closing (a2a_job_close)");
     for (;;) {
         if (job->lsock >= 0 && !job->lbroken && job->lready) {
             if (job->lreading || !lsock_peer_gone(job->lsock))
@@ -1027,6 +1032,28 @@ remote_all_to_all_v(a2a_job *job, wire_a2av *w, const a2a_alltoallv_args *args)
     return st;
 }
 
+req_lanes **
+client_lanes(a2a_job *job)
+{
+    return &job->lanes;
+}
+
+a2a_status
+client_fail(a2a_job *job, a2a_status st, const char *msg)
+{
+    return job_fail(job, st, "%s", msg);
+}
+
+void
+client_stop_calls(a2a_job *job)
+{
+    pthread_mutex_lock(&job->lmtx);
+    job->closing = 1;
+    if (job->lsock >= 0)
+        local_broken(job, ESHUTDOWN);
+    pthread_mutex_unlock(&job->lmtx);
+}
+
 a2a_status
 a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
 {
@@ -1119,6 +1146,7 @@ a2a_job_close(a2a_job *job)
 {
     if (job == NULL)
         return;
+    req_close(job, &job->lanes); /* requests in flight end first */
     while (job->chans != NULL) {
         job_chan *c = job->chans;
         job->chans = c->next;
@@ -1932,6 +1960,8 @@ a2a_status
 a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
 {
     a2a_status st;
+    if (req_route(job, args, &st)) /* after the calls started before it on the group */
+        return st;
     opnum_taken.pending = 0;
     st = all_to_all_v_run(job, args);
     /* a failure that a changed group explains (destroyed, created again with another size or

@@ -829,7 +829,7 @@ op_missing(const op_call *c, char *buf, size_t len)
         const op_rx *rx = &op->rx[PAIR(op, c->lidx, r)];
         const op_tx *tx = &op->tx[PAIR(op, c->lidx, r)];
         int waiting =
-            op->g->peer[r] < 0 ? op->calls[r] == NULL : (rx->state == RX_WAIT || !tx->ready);
+            op->g->peer[r] < 0 ? op->calls[r] == NULL : (rx->state == RX_WAIT || !tx->heard);
         if (waiting)
             off += (size_t)snprintf(buf + off, len - off, "%s%zu", k++ ? ", " : "", r);
     }
@@ -953,6 +953,7 @@ on_ready(op_out *o, op_group *g, int peer, op_op *op, const frame *f)
         if (s < 0 || s >= (int64_t)g->n || g->lidx[s] < 0)
             continue;
         tx = &op->tx[PAIR(op, g->lidx[s], f->dst)];
+        tx->heard = 1;
         if (tx->ready)
             continue;
         tx->ready = 1;

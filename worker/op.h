@@ -105,6 +105,7 @@ typedef struct {
     op_tx_state state;
     int ready;      /* READY(d) came (or d is local and here) */
     int64_t expect; /* d's recv_count from s, once ready */
+    int heard;      /* a READY of d came (ready is 0 again while a discoverer d places) */
 } op_tx;
 
 typedef struct {

@@ -1,0 +1,32 @@
+# nonblock.cmake - the non-blocking calls end to end: nonblock_check under a2a-launch.
+# Included from tests/integration/CMakeLists.txt.
+add_executable(nonblock_check ${CMAKE_CURRENT_LIST_DIR}/nonblock_check.c)
+target_link_libraries(nonblock_check PRIVATE a2a Threads::Threads)
+
+# a2a_nonblock_test(NAME SHAPE ENV ARGS...): integration.nonblock.NAME.SHAPE
+function(a2a_nonblock_test label shape env)
+  string(REPLACE "x" ";" wr ${shape})
+  list(GET wr 0 workers)
+  list(GET wr 1 rpw)
+  set(name integration.nonblock.${label}.${shape})
+  add_test(NAME ${name}
+    COMMAND $<TARGET_FILE:a2a-launch> --workers ${workers} --ranks-per-worker ${rpw} --
+            $<TARGET_FILE:nonblock_check> ${ARGN})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS integration
+    FAIL_REGULAR_EXPRESSION "FAILED")
+  if(NOT env STREQUAL "")
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}")
+  endif()
+endfunction()
+
+foreach(shape 1x3 3x1 2x2)
+  a2a_nonblock_test(pipeline ${shape} "" pipeline 3)
+endforeach()
+a2a_nonblock_test(pipeline.rpc 2x2 "A2A_CHANNEL=0" pipeline 4)
+a2a_nonblock_test(pipeline.remote 2x2 "A2A_JOB_MODE=remote" pipeline 5)
+a2a_nonblock_test(threads 2x2 "" threads 6)
+a2a_nonblock_test(free 2x2 "" free 7)
+a2a_nonblock_test(deadline 2x2 "" deadline)
+a2a_nonblock_test(close 2x2 "" leave close)
+a2a_nonblock_test(exit 2x2 "" leave exit)
+a2a_nonblock_test(args 1x2 "" args)
