@@ -464,8 +464,7 @@ bench_ctx_init(bench_ctx *c, const bench_opts *o)
     if (n < 1 || n > 1024)
         bench_die(c, "%s", "hccl_world_group must have 1 to 1024 ranks");
     c->n = (uint32_t)n, c->me = (uint32_t)me;
-    int64_t **arrays[] = {&c->sc, &c->sd, &c->rc, &c->rd, &c->xc,
-                          &c->xd, &c->yc, &c->yd, &c->got};
+    int64_t **arrays[] = {&c->sc, &c->sd, &c->rc, &c->rd, &c->xc, &c->xd, &c->yc, &c->yd, &c->got};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         if ((*arrays[i] = calloc((size_t)n, sizeof(int64_t))) == NULL)
             bench_die(c, "%s", "out of memory");

@@ -30,3 +30,17 @@ a2a_nonblock_test(deadline 2x2 "" deadline)
 a2a_nonblock_test(close 2x2 "" leave close)
 a2a_nonblock_test(exit 2x2 "" leave exit)
 a2a_nonblock_test(args 1x2 "" args)
+
+# the README's C examples (examples/c), built and run
+foreach(ex discover overlap)
+  add_executable(example_${ex} ${PROJECT_SOURCE_DIR}/examples/c/${ex}.c)
+  target_link_libraries(example_${ex} PRIVATE a2a)
+  add_test(NAME integration.example.${ex}
+    COMMAND $<TARGET_FILE:a2a-launch> --workers 2 --ranks-per-worker 2 --
+            $<TARGET_FILE:example_${ex}>)
+  set_tests_properties(integration.example.${ex} PROPERTIES TIMEOUT 60 LABELS integration)
+endforeach()
+set_tests_properties(integration.example.discover PROPERTIES
+  PASS_REGULAR_EXPRESSION "rank 3 got \\[0 from 0:\\] \\[1 from 1: 1003\\] \\[2 from 2: 2003 2003\\] \\[0 from 3:\\]")
+set_tests_properties(integration.example.overlap PROPERTIES
+  PASS_REGULAR_EXPRESSION "rank 3: op 3 got 303 \\.\\. 333")
