@@ -44,3 +44,10 @@ set_tests_properties(integration.example.discover PROPERTIES
   PASS_REGULAR_EXPRESSION "rank 3 got \\[0 from 0:\\] \\[1 from 1: 1003\\] \\[2 from 2: 2003 2003\\] \\[0 from 3:\\]")
 set_tests_properties(integration.example.overlap PROPERTIES
   PASS_REGULAR_EXPRESSION "rank 3: op 3 got 303 \\.\\. 333")
+
+# a worker killed while requests are in flight, and restarted
+add_test(NAME integration.nonblock.worker_kill
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_nonblock_kill.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:nonblock_check>)
+set_tests_properties(integration.nonblock.worker_kill PROPERTIES TIMEOUT 240
+  LABELS "integration;faults")

@@ -19,6 +19,8 @@
  *                      (exit: a child process, the rank's job meanwhile); the others fail
  *                      instead of hanging, rank 1 opens its rank again, the next operation
  *                      works for everyone
+ *   kill               (test_nonblock_kill.sh) requests in flight when a worker is killed
+ *                      fail UNAVAILABLE; after its restart every rank meets again
  *   args               start's argument checks: NULL job, args, request; a group name too
  *                      long; a2a_wait/a2a_test/a2a_wait_any with NULL
  *
@@ -482,6 +484,80 @@ mode_leave(ctx *c, const char *how)
     return verified(c, 800, "the next operation after a job left");
 }
 
+/* gate_wait waits until the file $NB_GATE exists (the test script creates it). */
+static int
+gate_wait(int64_t max_ms)
+{
+    const char *gate = getenv("NB_GATE");
+    for (int64_t t = 0; gate != NULL && t < max_ms; t += 100) {
+        if (access(gate, F_OK) == 0)
+            return 0;
+        sleep_ms(100);
+    }
+    return gate == NULL ? 0 : -1;
+}
+
+/* retry_verified: blocking operations with the same matrix and values until one succeeds and
+ * verifies (after a failure the ranks' numbers resynchronise and meet again). */
+static int
+retry_verified(ctx *c)
+{
+    for (int attempt = 1; attempt <= 10; attempt++) {
+        op o;
+        op_make(&o, NULL, c->n, c->me, c->world, A2A_INT32, 42, 8000);
+        a2a_status st = a2a_all_to_all_v(c->job, &o.a);
+        int ok = st == A2A_OK && op_check(&o) == 0;
+        if (st != A2A_OK)
+            say("attempt %d: %s: %s", attempt, a2a_status_name(st), a2a_job_error(c->job));
+        op_fini(&o);
+        if (ok) {
+            say("verified after %d attempts", attempt);
+            return 0;
+        }
+        if (st == A2A_OK)
+            return -1; /* wrong data: printed */
+    }
+    say("FAILED: no verified operation in 10 attempts");
+    return -1;
+}
+
+/* mode_kill (test_nonblock_kill.sh): ranks 1..n-1 start 3 operations that cannot complete
+ * (rank 0 waits for the gate) and the script kills a worker: each must fail (UNAVAILABLE),
+ * the first within 10 s; after the restart (the gate) everyone meets again. */
+static int
+mode_kill(ctx *c)
+{
+    op o[3];
+    if (c->me != 0) {
+        struct timespec t0, t1;
+        for (int i = 0; i < 3; i++) {
+            op_make(&o[i], NULL, c->n, c->me, c->world, A2A_INT32, 42, 30000);
+            if (start(c, &o[i]) != 0)
+                return -1;
+        }
+        say("started");
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int i = 0; i < 3; i++) {
+            a2a_status st = a2a_wait(o[i].req);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+            say("in flight: op %d: %s: %s (%lld ms)", i, a2a_status_name(st),
+                st == A2A_OK ? "" : a2a_job_error(c->job), (long long)ms);
+            if (st != A2A_ERR_UNAVAILABLE) {
+                say("FAILED: op %d in flight at the kill: %s, not UNAVAILABLE", i,
+                    a2a_status_name(st));
+                return -1;
+            }
+            op_fini(&o[i]);
+        }
+    }
+    if (gate_wait(60000) != 0) {
+        say("FAILED: no gate within 60 s");
+        return -1;
+    }
+    return retry_verified(c);
+}
+
 static int
 mode_args(ctx *c)
 {
@@ -569,6 +645,8 @@ main(int argc, char **argv)
         rv = mode_args(&c);
     else if (strcmp(mode, "leave-child") == 0)
         rv = leave_child(&c);
+    else if (strcmp(mode, "kill") == 0)
+        rv = mode_kill(&c);
     else {
         say("FAILED: unknown mode");
         rv = -1;
