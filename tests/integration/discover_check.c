@@ -354,7 +354,8 @@ main(int argc, char **argv)
             if (strcmp(mode, "small") == 0) {
                 int64_t victim = (it * NDTYPES + dt) % c.n;
                 uint64_t r = mix64(tag);
-                int64_t less = 1 + (int64_t)(r % 3 == 0 ? r % 1000000 : r % 3);
+                /* short by exactly 1 (the boundary), 2, or up to everything */
+                int64_t less = 1 + (int64_t)(r % 3 == 0 ? r % 1000000 : r % 3 - 1);
                 if (one_op(&c, tag, (a2a_dtype)dt, victim, less) != 0)
                     return 1;
                 tag++;
