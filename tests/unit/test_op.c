@@ -691,6 +691,29 @@ test_random(void)
     }
 }
 
+/* count discovery in every order: rank 1 (and both) discovering, 2 ranks on 1 and 2 workers,
+ * two calls, with and without one fault; the first OP_EXHAUSTIVE_CAP orders of each */
+static void
+test_discover_orders(void)
+{
+    static const config c[] = {
+        {2, 2, {0, 1}, 2, 0, 0}, {2, 2, {0, 1}, 2, 0, 1},    {2, 2, {0, 1}, 2, 0, 2},
+        {2, 2, {0, 1}, 2, 1, 0}, {2, 2, {0, 1}, 2, 1, 3},    {2, 1, {0, 0}, 2, 0, 0},
+        {2, 1, {0, 0}, 2, 1, 1}, {3, 2, {0, 1, 1}, 1, 0, 0}, {3, 3, {0, 1, 2}, 1, 0, 2},
+    };
+    for (unsigned mask = 2; mask <= 3; mask++) {
+        sim_discover_mask = mask;
+        exhaustive(c, sizeof(c) / sizeof(c[0]), 1);
+    }
+    for (unsigned mask = 1; mask <= 7; mask += 3) { /* random orders of 3 and 4 ranks */
+        sim_discover_mask = mask;
+        int w4[] = {0, 1, 2, 0}, w3[] = {0, 1, 1};
+        sample(3, 2, w3, 2, 1, mask, small() ? 50 : 600);
+        sample(4, 3, w4, 2, 1, mask, small() ? 50 : 600);
+    }
+    sim_discover_mask = 0;
+}
+
 static const cu_test tests[] = {
     {"count_mismatch", test_count_mismatch},
     {"duplicates", test_duplicates},
@@ -704,6 +727,7 @@ static const cu_test tests[] = {
     {"discover_small", test_discover_small},
     {"discover_eager", test_discover_eager},
     {"discover_sender", test_discover_sender},
+    {"discover_orders", test_discover_orders},
     {"exhaustive_2", test_exhaustive_2},
     {"exhaustive_3", test_exhaustive_3},
     {"deep", test_deep},
