@@ -103,8 +103,9 @@ a2a_status a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args);
  * first failure's status and message), a2a_wait_any for one: *index is its position ((size_t)-1
  * when every entry is NULL). A request may be waited for again; a2a_request_free frees it,
  * also before it completed (the operation goes on; its buffers stay in use until then). A job
- * closed with operations in flight fails them (UNAVAILABLE), as a job that exits; its
- * requests stay valid until freed.
+ * closed with operations in flight fails them (UNAVAILABLE), as a job that exits (a remote
+ * job's running operation is waited for: it ends by itself, at the latest at its deadline);
+ * its requests stay valid until freed.
  */
 typedef struct a2a_request a2a_request;
 a2a_status a2a_all_to_all_v_start(a2a_job *job, const a2a_alltoallv_args *args,
