@@ -728,6 +728,13 @@ take_stash(op_out *o, op_op *op, op_call *c)
             disc_learn(op, c, (int64_t)s, rx->count);
             continue;
         }
+        if (rx->stash_len != (uint64_t)rx->count * c->esize) { /* another dtype's bytes */
+            op_fail(o, op, A2A_ERR_INVALID_ARGUMENT, 1,
+                    "rank %lld sent %zu bytes for %lld elements, rank %lld receives %s",
+                    (long long)s, rx->stash_len, (long long)rx->count, (long long)c->grank,
+                    dtype_name((a2a_dtype)c->dtype));
+            return;
+        }
         uint8_t *bytes = rx->stash;
         rx->stash = NULL;
         rx->state = RX_WAIT;

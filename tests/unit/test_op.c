@@ -292,6 +292,27 @@ test_eager_before(void)
     one_fini(&t);
 }
 
+/* an eager slice kept before its receiver came, of another dtype (3 int8 for 3 int64): the
+ * receiver's arrival fails the operation instead of landing 24 bytes from a 3-byte stash */
+static void
+test_eager_before_dtype(void)
+{
+    one t;
+    uint8_t *bytes = malloc(3);
+    memset(bytes, 0xab, 3);
+    one_init(&t, 1, 1, 1, 3);
+    frame s = one_slice(1, 0, 3);
+    s.dtype = A2A_INT8;
+    s.payload = bytes;
+    s.payload_len = 3;
+    op_frame(&t.o, t.g, 1, 11, &s);
+    op_op *op = one_arrive(&t, 0);
+    CU_ASSERT_PTR_NULL(one_find(&t, OPA_LAND, -1));
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_STRING_EQUAL(op->msg, "rank 1 sent 3 bytes for 3 elements, rank 0 receives int64");
+    one_fini(&t);
+}
+
 /* ABORT from a peer fails the operation with the peer's words, and wakes the call */
 static void
 test_abort(void)
@@ -719,6 +740,7 @@ static const cu_test tests[] = {
     {"duplicates", test_duplicates},
     {"data_order", test_data_order},
     {"eager_before", test_eager_before},
+    {"eager_before_dtype", test_eager_before_dtype},
     {"abort", test_abort},
     {"older_epoch", test_older_epoch},
     {"latecomer", test_latecomer},
