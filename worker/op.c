@@ -562,6 +562,12 @@ pair_start(op_out *o, op_op *op, int64_t s, int64_t d)
     tx->state = TX_MOVING;
     if (g->peer[d] < 0) { /* local */
         op_call *r = op->calls[d];
+        if (r != NULL && r->esize != c->esize && count > 0) { /* a copy would tear it */
+            op_fail(o, op, A2A_ERR_INVALID_ARGUMENT, 1, "rank %lld sends %s, rank %lld receives %s",
+                    (long long)s, dtype_name((a2a_dtype)c->dtype), (long long)d,
+                    dtype_name((a2a_dtype)r->dtype));
+            return;
+        }
         if (r == c && c->self_copied == s + 1 && !c->discover) { /* the job copied it */
             tx_done(o, op, c, d);
             rx_done(o, op, c, s);

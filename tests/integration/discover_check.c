@@ -16,6 +16,9 @@
  *                      any rank's buffer past its recv_len (nor, at the short rank, anywhere)
  *                      changed; the next operation (discovery again) is right.
  *
+ *   dtypes             (2 ranks) int8 sent, int64 received, the receiver late: both fail
+ *                      INVALID_ARGUMENT (the slice kept for it is checked), the next op works
+ *
  * Each rank prints "rank R: MODE ok" and exits 0, or prints why and exits 1.
  */
 #include <inttypes.h>
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "a2a.h"
 
@@ -326,6 +330,50 @@ bad_args(ctx *c)
     return 0;
 }
 
+/* dtypes (2 ranks): rank 0 sends rank 1 three int8 while rank 1 expects three int64 and comes
+ * late (the slice waits for it at its worker): both fail (INVALID_ARGUMENT), never OK; the
+ * next operation works. */
+static int
+mode_dtypes(ctx *c)
+{
+    int64_t sc[2] = {0, 0}, sd[2] = {0, 0}, rc[2] = {0, 0}, rd[2] = {0, 0};
+    uint8_t send8[3] = {1, 2, 3};
+    int64_t recv64[3 + SLACK];
+    if (c->n != 2)
+        return 0;
+    memset(recv64, GUARD, sizeof(recv64));
+    if (c->me == 0)
+        sc[1] = 3;
+    else
+        rc[0] = 3;
+    a2a_alltoallv_args a = {.dtype = c->me == 0 ? A2A_INT8 : A2A_INT64,
+                            .send_data = send8,
+                            .send_len = 3,
+                            .send_counts = sc,
+                            .send_displacements = sd,
+                            .recv_data = recv64,
+                            .recv_len = 3,
+                            .recv_counts = rc,
+                            .recv_displacements = rd,
+                            .timeout_ms = 10000};
+    if (c->me == 1) {
+        struct timespec ts = {0, 500 * 1000000};
+        nanosleep(&ts, NULL); /* rank 0's eager slice is kept for us */
+    }
+    a2a_status st = a2a_all_to_all_v(c->job, &a);
+    if (st != A2A_ERR_INVALID_ARGUMENT) {
+        say("FAILED: int8 sent, int64 received: %s (%s)", a2a_status_name(st),
+            st == A2A_OK ? "" : a2a_job_error(c->job));
+        return -1;
+    }
+    for (size_t i = 3; i < 3 + SLACK; i++)
+        if (((uint8_t *)&recv64[i])[0] != GUARD) {
+            say("FAILED: written past the receive buffer");
+            return -1;
+        }
+    return one_op(c, 77, A2A_INT64, -1, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -347,6 +395,13 @@ main(int argc, char **argv)
     world_me = c.me;
     if (bad_args(&c) != 0)
         return 1;
+    if (strcmp(mode, "dtypes") == 0) {
+        if (mode_dtypes(&c) != 0)
+            return 1;
+        say("ok");
+        a2a_job_close(c.job);
+        return 0;
+    }
     uint64_t tag = seed * 1000;
     for (int it = 0; it < iters; it++)
         for (int dt = 0; dt < NDTYPES; dt++) {
