@@ -228,9 +228,13 @@ main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &c.me);
     MPI_Comm_size(MPI_COMM_WORLD, &c.n);
-    if ((r = bo_parse(&o, argc, argv, "mpi_alltoallv_bench", mb_usage)) != 0 || o.shared) {
-        if (o.shared && r == 0)
-            fprintf(stderr, "mpi_alltoallv_bench: --shared: a2a-bench only\n");
+    if ((r = bo_parse(&o, argc, argv, "mpi_alltoallv_bench", mb_usage)) != 0 || o.shared ||
+        o.discover || o.overlap) {
+        if ((o.shared || o.discover || o.overlap) && r == 0)
+            fprintf(stderr, "mpi_alltoallv_bench: --%s: a2a-bench only\n",
+                    o.shared     ? "shared"
+                    : o.discover ? "discover"
+                                 : "overlap");
         MPI_Finalize();
         return r > 0 ? 0 : 2;
     }

@@ -74,6 +74,17 @@ check_overlap(size_t n, const int64_t *c, const int64_t *d, char *err, size_t er
     return st;
 }
 
+int
+args_discover(size_t n, const int64_t *counts)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (counts[2 * n + i] != ARGS_DISCOVER || counts[3 * n + i] != ARGS_DISCOVER)
+            return 0;
+    return 1;
+}
+
 a2a_status
 args_check(size_t n, int64_t dtype, uint64_t send_len, uint64_t recv_len, const int64_t *counts,
            char *err, size_t errlen)
@@ -85,8 +96,16 @@ args_check(size_t n, int64_t dtype, uint64_t send_len, uint64_t recv_len, const 
         return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
                            "dtype %lld is not one of the 12 data types", (long long)dtype);
     esize = a2a_dtype_size((a2a_dtype)dtype);
-    if ((st = check_side(n, esize, send_len, counts, counts + n, "send", err, errlen)) != A2A_OK ||
-        (st = check_side(n, esize, recv_len, counts + 2 * n, counts + 3 * n, "recv", err,
+    if ((st = check_side(n, esize, send_len, counts, counts + n, "send", err, errlen)) != A2A_OK)
+        return st;
+    if (args_discover(n, counts)) { /* the receive side: recv_len elements from element 0 */
+        if (recv_len > (uint64_t)INT64_MAX / esize)
+            return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                               "recv_len %llu overflows in elements of %zu bytes",
+                               (unsigned long long)recv_len, esize);
+        return A2A_OK;
+    }
+    if ((st = check_side(n, esize, recv_len, counts + 2 * n, counts + 3 * n, "recv", err,
                          errlen)) != A2A_OK)
         return st;
     return check_overlap(n, counts + 2 * n, counts + 3 * n, err, errlen);

@@ -189,7 +189,7 @@ ready_decode(frame *f, const msgpack_object *a, char *err, size_t errlen)
         if (rank_field(&f->srcs[i], &l->via.array.ptr[2 * i], "src", err, errlen) != 0 ||
             wire_i64(&f->counts[i], &l->via.array.ptr[2 * i + 1], "count", err, errlen) != 0)
             return -1;
-        if (f->counts[i] < 0)
+        if (f->counts[i] < FRAME_DISCOVER)
             return msg_fail(err, errlen, "negative count");
     }
     return 0;

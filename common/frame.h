@@ -35,6 +35,10 @@ _Static_assert((uint64_t)CFG_MAX_RANKS * 12 + 512 <= FRAME_HEADER_MAX,
 #define FRAME_PAYLOAD_MAX (4u << 20)
 /* A small slice goes with its SLICE frame (eager), without waiting for READY. */
 #define FRAME_EAGER_MAX 4096u
+/* A READY count of FRAME_DISCOVER: the receiver discovers its counts; the sender answers with
+ * its count (a SLICE without payload, or its eager SLICE) and, for a slice that is not eager,
+ * sends the slice once a second READY gives the count back (worker/op.h). */
+#define FRAME_DISCOVER (-1)
 #define FRAME_MSG_MAX 1023
 
 typedef enum {

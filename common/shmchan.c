@@ -159,6 +159,28 @@ shmchan_reply_write(void *mem, uint64_t seq, a2a_status st, const char *msg, int
     h->reply_seq = seq;
 }
 
+void
+shmchan_counts_write(void *mem, size_t len, size_t n, const int64_t *recv_counts)
+{
+    if (n == 0 || n > SHMCHAN_MAX_N || SHMCHAN_COUNTS_OFF + 4 * n * sizeof(int64_t) > len)
+        return;
+    memcpy((char *)mem + SHMCHAN_COUNTS_OFF + 2 * n * sizeof(int64_t), recv_counts,
+           n * sizeof(int64_t));
+}
+
+int
+shmchan_counts_read(const void *mem, size_t len, size_t n, int64_t *recv_counts)
+{
+    if (n == 0 || n > SHMCHAN_MAX_N || SHMCHAN_COUNTS_OFF + 4 * n * sizeof(int64_t) > len)
+        return -1;
+    memcpy(recv_counts, (const char *)mem + SHMCHAN_COUNTS_OFF + 2 * n * sizeof(int64_t),
+           n * sizeof(int64_t));
+    for (size_t i = 0; i < n; i++)
+        if (recv_counts[i] < 0)
+            return -1;
+    return 0;
+}
+
 int
 shmchan_reply_read(const void *mem, uint64_t seq, a2a_status *st, char *msg, size_t msglen,
                    int64_t *next)

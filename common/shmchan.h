@@ -95,6 +95,13 @@ int shmchan_req_decode(wire_a2av *a, uint64_t *seq, int64_t *counts, size_t cap,
  * next: the number of the rank's next call on the group (-1: the job keeps its own). */
 void shmchan_reply_write(void *mem, uint64_t seq, a2a_status st, const char *msg, int64_t next);
 
+/* shmchan_counts_write writes the n receive counts of a discovering call (common/args.h) over
+ * the request's receive counts in the channel of len bytes, before the reply. */
+void shmchan_counts_write(void *mem, size_t len, size_t n, const int64_t *recv_counts);
+/* shmchan_counts_read reads them back (the job's side); -1 when n does not fit or a count is
+ * negative. */
+int shmchan_counts_read(const void *mem, size_t len, size_t n, int64_t *recv_counts);
+
 /*
  * shmchan_reply_read reads the reply to request seq into *st, msg and *next
  * (-1, or at least 0); 0, or -1 when the channel holds no reply to seq.

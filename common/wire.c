@@ -921,21 +921,67 @@ wire_a2av_reply_encode(msgpack_sbuffer *sb, int64_t next)
 }
 
 int
-wire_a2av_reply_decode(int64_t *next, const uint8_t *buf, size_t len, char *err, size_t errlen)
+wire_a2av_reply_encode_counts(msgpack_sbuffer *sb, int64_t next, size_t n, const int64_t *counts)
 {
-    wire_frame fr;
-    int rc;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    if (msgpack_pack_array(&pk, 2) || msgpack_pack_int64(&pk, next) || msgpack_pack_array(&pk, n))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (msgpack_pack_int64(&pk, counts[i]))
+            return -1;
+    return 0;
+}
+
+int
+wire_a2av_reply_decode_counts(int64_t *next, int64_t *counts, size_t n, const uint8_t *buf,
+                              size_t len, char *err, size_t errlen)
+{
+    msgpack_zone zone;
+    msgpack_object root;
+    int rc = -1;
 
     *next = -1;
-    if (frame_open(&fr, buf, len, 1, "AllToAllV reply", err, errlen) != 0)
-        return -1;
-    rc = wire_i64(next, &fr.f[0], "next operation number", err, errlen);
-    if (rc == 0 && *next < -1) {
-        msg_fail(err, errlen, "next operation number %lld out of range", (long long)*next);
-        rc = -1;
+    msgpack_zone_init(&zone, 256);
+    if (wire_parse(&root, &zone, buf, len, err, errlen) != 0 ||
+        wire_array(&root, -1, 2, "AllToAllV reply", err, errlen) != 0)
+        goto out;
+    if (root.via.array.size < 1 || (counts != NULL && root.via.array.size != 2)) {
+        msg_fail(err, errlen, "AllToAllV reply: %u fields", root.via.array.size);
+        goto out;
     }
-    frame_close(&fr);
+    if (wire_i64(next, &root.via.array.ptr[0], "next operation number", err, errlen) != 0)
+        goto out;
+    if (*next < -1) {
+        msg_fail(err, errlen, "next operation number %lld out of range", (long long)*next);
+        goto out;
+    }
+    if (root.via.array.size == 2) {
+        const msgpack_object *c = &root.via.array.ptr[1];
+        if (wire_array(c, -1, WIRE_MAX_MEMBERS, "received counts", err, errlen) != 0)
+            goto out;
+        if (counts != NULL && c->via.array.size != n) {
+            msg_fail(err, errlen, "received counts: %u, expected %zu", c->via.array.size, n);
+            goto out;
+        }
+        for (size_t i = 0; counts != NULL && i < n; i++)
+            if (wire_i64(&counts[i], &c->via.array.ptr[i], "received count", err, errlen) != 0)
+                goto out;
+            else if (counts[i] < 0) {
+                msg_fail(err, errlen, "received count %zu is negative", i);
+                goto out;
+            }
+    }
+    rc = 0;
+out:
+    msgpack_zone_destroy(&zone);
     return rc;
+}
+
+int
+wire_a2av_reply_decode(int64_t *next, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+    return wire_a2av_reply_decode_counts(next, NULL, 0, buf, len, err, errlen);
 }
 
 int

@@ -269,6 +269,14 @@ typedef struct {
  * yours: the call was refused before it was numbered). */
 int wire_a2av_reply_encode(msgpack_sbuffer *sb, int64_t next);
 int wire_a2av_reply_decode(int64_t *next, const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* wire_a2av_reply_encode_counts: [next, [counts]], the n counts a discovering call received
+ * (common/args.h ARGS_DISCOVER). */
+int wire_a2av_reply_encode_counts(msgpack_sbuffer *sb, int64_t next, size_t n,
+                                  const int64_t *counts);
+/* wire_a2av_reply_decode_counts decodes either reply; with counts, only [next, [n counts]]
+ * (each non-negative) is taken. */
+int wire_a2av_reply_decode_counts(int64_t *next, int64_t *counts, size_t n, const uint8_t *buf,
+                                  size_t len, char *err, size_t errlen);
 
 /* MapBuffer / UnmapBuffer / OpenChannel request on the local socket: [addr, len]; the memfd
  * itself comes with the message (SCM_RIGHTS), never as a number. */

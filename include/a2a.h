@@ -77,13 +77,44 @@ typedef struct {
     const int64_t *send_counts; /* group-size arrays, in elements */
     const int64_t *send_displacements;
     void *recv_data;
-    size_t recv_len; /* capacity of recv_data, in elements */
-    const int64_t *recv_counts;
+    size_t recv_len;            /* capacity of recv_data, in elements */
+    const int64_t *recv_counts; /* NULL (with recv_displacements NULL): count discovery */
     const int64_t *recv_displacements;
     int64_t timeout_ms; /* 0: the default ($A2A_OP_TIMEOUT_MS) */
+    /* group-size array or NULL: on success, the counts received from each group rank. With
+     * recv_counts == NULL it is required: the slices land packed in group-rank order from
+     * element 0 of recv_data; more than recv_len elements in all fail the operation for every
+     * member with A2A_ERR_RESOURCE_EXHAUSTED, and nothing is written past recv_len. */
+    int64_t *recv_counts_out;
 } a2a_alltoallv_args;
 
 a2a_status a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args);
+
+/*
+ * Non-blocking operations. a2a_all_to_all_v_start starts the call a2a_all_to_all_v would make
+ * and returns at once with *request (NULL when it fails: bad job, args or request, a group name
+ * too long, the job closing). The buffers and arrays of args belong to the operation until it
+ * completes; the struct itself and the group name are copied. A job's operations on one group
+ * run one after another in the order they were started (the k-th started is the group's k-th
+ * call, as for blocking calls), those on different groups at the same time; start them from
+ * any thread. a2a_wait blocks until the operation completed and returns its status (the
+ * blocking call's); a2a_job_error(job) then gives its message to the waiting thread. a2a_test
+ * sets *done and, once done, returns the status as a2a_wait. a2a_wait_all waits for all (the
+ * first failure's status and message), a2a_wait_any for one: *index is its position ((size_t)-1
+ * when every entry is NULL). A request may be waited for again; a2a_request_free frees it,
+ * also before it completed (the operation goes on; its buffers stay in use until then). A job
+ * closed with operations in flight fails them (UNAVAILABLE), as a job that exits (a remote
+ * job's running operation is waited for: it ends by itself, at the latest at its deadline);
+ * its requests stay valid until freed.
+ */
+typedef struct a2a_request a2a_request;
+a2a_status a2a_all_to_all_v_start(a2a_job *job, const a2a_alltoallv_args *args,
+                                  a2a_request **request);
+a2a_status a2a_wait(a2a_request *request);
+a2a_status a2a_test(a2a_request *request, int *done);
+a2a_status a2a_wait_all(size_t n, a2a_request *const *requests);
+a2a_status a2a_wait_any(size_t n, a2a_request *const *requests, size_t *index);
+void a2a_request_free(a2a_request *request);
 
 /* group management, as HCCL's hccl.manage.api */
 a2a_status a2a_create_group(a2a_job *job, const char *group, size_t n, const int64_t *world_ranks);

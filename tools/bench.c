@@ -32,6 +32,7 @@ typedef struct {
     uint32_t n, me;
     int64_t *sc, *sd, *rc, *rd; /* the measured op */
     int64_t *xc, *xd, *yc, *yd; /* the helper collectives */
+    int64_t *got;               /* --discover: the counts received */
     FILE *out;                  /* rank 0: -o FILE, or NULL */
     double t_start;
     const char *what; /* "uniform S=1024", for messages */
@@ -163,11 +164,74 @@ bench_gather_max(bench_ctx *c, const double *times, int iters, double *tmax)
     free(all);
 }
 
+/* bench_op_args: the measured op's arguments; with --discover no receive counts (they land
+ * packed in rank order, as c->rd has them) and c->got gets them. */
+static a2a_alltoallv_args
+bench_op_args(bench_ctx *c, const bench_opts *o, bench_size *z)
+{
+    return (a2a_alltoallv_args){.dtype = (a2a_dtype)o->dtype,
+                                .send_data = z->sbuf,
+                                .send_len = z->stot,
+                                .send_counts = c->sc,
+                                .send_displacements = c->sd,
+                                .recv_data = z->rbuf,
+                                .recv_len = z->rtot,
+                                .recv_counts = o->discover ? NULL : c->rc,
+                                .recv_displacements = o->discover ? NULL : c->rd,
+                                .recv_counts_out = o->discover ? c->got : NULL};
+}
+
+static void
+bench_fail(bench_ctx *c, const char *call, a2a_status st)
+{
+    char msg[768];
+    snprintf(msg, sizeof(msg), "%s: %s: %s: %s", c->what, call, a2a_status_name(st),
+             a2a_job_error(c->job));
+    bench_die(c, "%s", msg);
+}
+
 static void
 bench_op(bench_ctx *c, const bench_opts *o, bench_size *z)
 {
-    bench_a2a(c, (a2a_dtype)o->dtype, z->sbuf, z->stot, c->sc, c->sd, z->rbuf, z->rtot, c->rc,
-              c->rd);
+    a2a_alltoallv_args a = bench_op_args(c, o, z);
+    a2a_status st = a2a_all_to_all_v(c->job, &a);
+    if (st != A2A_OK)
+        bench_fail(c, "all_to_all_v", st);
+}
+
+/* bench_spin computes (a dependent chain of multiplications) for secs seconds. */
+static double
+bench_spin(double secs)
+{
+    double t0 = bench_now(), x = 1.0;
+    while (bench_now() - t0 < secs)
+        for (int i = 0; i < 1000; i++)
+            x = x * 1.0000001 + 1e-9;
+    return x;
+}
+
+/* bench_overlap: per iteration, barrier; start the op, compute for `compute` seconds, wait;
+ * the max over ranks of each iteration's wall time goes to z->tmax (rank 0). */
+static void
+bench_overlap(bench_ctx *c, const bench_opts *o, bench_size *z, int iters, double compute)
+{
+    volatile double sink = 0;
+    for (int it = 0; it < iters; it++) {
+        a2a_alltoallv_args a = bench_op_args(c, o, z);
+        a2a_request *r = NULL;
+        a2a_status st;
+        bench_barrier(c);
+        double t0 = bench_now();
+        if ((st = a2a_all_to_all_v_start(c->job, &a, &r)) != A2A_OK)
+            bench_fail(c, "all_to_all_v_start", st);
+        sink += bench_spin(compute);
+        if ((st = a2a_wait(r)) != A2A_OK)
+            bench_fail(c, "wait", st);
+        z->times[it] = bench_now() - t0;
+        a2a_request_free(r);
+    }
+    (void)sink;
+    bench_gather_max(c, z->times, iters, z->tmax);
 }
 
 /* bench_checked_op: poison, one op, verify; adds this rank's wrong elements
@@ -177,8 +241,12 @@ bench_checked_op(bench_ctx *c, const bench_opts *o, bench_size *z, uint64_t *bad
 {
     uint64_t cs = 0;
     memset(z->rbuf, 0xA5, z->rtot * o->esize);
+    for (uint32_t j = 0; j < c->n; j++)
+        c->got[j] = -1;
     bench_op(c, o, z);
     *bad += wl_verify_recv(c->n, c->me, z->counts, o->esize, z->rbuf, &cs);
+    for (uint32_t j = 0; o->discover && j < c->n; j++)
+        *bad += c->got[j] != c->rc[j]; /* a wrong discovered count counts as a wrong element */
     return cs;
 }
 
@@ -187,6 +255,13 @@ bench_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* bench_median of sorted t[0..k) */
+static double
+bench_median(const double *t, int k)
+{
+    return k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]);
 }
 
 /* bench_alloc_buf: page-aligned, at least one page, every page touched; with --shared, memory
@@ -329,6 +404,23 @@ bench_one(bench_ctx *c, const bench_opts *o, bench_size *z)
         uint64_t shown[3] = {v[0], v[1], v[2]};
         bench_report(c, o, z, iters, ok, shown);
     }
+    if (o->overlap) { /* a compute phase as long as the op (its warm-up mean, max over ranks) */
+        double op_med = c->me == 0 ? bench_median(z->tmax, iters) : 0;
+        bench_overlap(c, o, z, iters, tw);
+        if (c->me == 0) {
+            qsort(z->tmax, (size_t)iters, sizeof(double), bench_cmp_double);
+            double both = bench_median(z->tmax, iters), base = op_med > tw ? op_med : tw;
+            char line[512];
+            snprintf(line, sizeof(line),
+                     "# overlap %s: op_us=%.2f compute_us=%.2f start+compute+wait_us=%.2f "
+                     "extra_pct=%.1f\n",
+                     what, op_med * 1e6, tw * 1e6, both * 1e6, 100.0 * (both - base) / base);
+            fputs(line, stdout);
+            fflush(stdout);
+            if (c->out != NULL)
+                fputs(line, c->out);
+        }
+    }
     bench_free_buf(c, o, z->sbuf);
     bench_free_buf(c, o, z->rbuf);
     z->sbuf = z->rbuf = NULL;
@@ -346,7 +438,11 @@ bench_usage(FILE *f)
                "the same options.\n"
                "\n");
     bo_usage_options(f, "  --shared             buffers from a2a_buffer_alloc (shared with the "
-                        "worker)\n");
+                        "worker)\n"
+                        "  --discover           count discovery: no receive counts given, the "
+                        "worker's answered\n"
+                        "  --overlap            also: start, compute as long as one op, wait "
+                        "(a line \"# overlap\")\n");
     fprintf(f, "\n"
                "Rank 0 prints: pattern N S_bytes time_us_median algbw_GBps busbw_GBps ok\n"
                "Exit status: 0 when every size was ok, 1 when one was not, 2 for bad usage\n"
@@ -378,7 +474,7 @@ bench_ctx_init(bench_ctx *c, const bench_opts *o)
     if (n < 1 || n > 1024)
         bench_die(c, "%s", "hccl_world_group must have 1 to 1024 ranks");
     c->n = (uint32_t)n, c->me = (uint32_t)me;
-    int64_t **arrays[] = {&c->sc, &c->sd, &c->rc, &c->rd, &c->xc, &c->xd, &c->yc, &c->yd};
+    int64_t **arrays[] = {&c->sc, &c->sd, &c->rc, &c->rd, &c->xc, &c->xd, &c->yc, &c->yd, &c->got};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         if ((*arrays[i] = calloc((size_t)n, sizeof(int64_t))) == NULL)
             bench_die(c, "%s", "out of memory");
@@ -436,7 +532,7 @@ main(int argc, char **argv)
     }
     free(z.counts), free(z.times), free(z.tmax);
     free(c.sc), free(c.sd), free(c.rc), free(c.rd);
-    free(c.xc), free(c.xd), free(c.yc), free(c.yd);
+    free(c.xc), free(c.xd), free(c.yc), free(c.yd), free(c.got);
     if (c.out != NULL)
         fclose(c.out);
     a2a_job_close(c.job);

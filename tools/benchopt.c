@@ -117,6 +117,8 @@ static const struct option bo_longs[] = {{"minbytes", required_argument, NULL, '
                                          {"json", no_argument, NULL, 'J'},
                                          {"output", required_argument, NULL, 'O'},
                                          {"shared", no_argument, NULL, 'H'},
+                                         {"discover", no_argument, NULL, 'D'},
+                                         {"overlap", no_argument, NULL, 'L'},
                                          {"help", no_argument, NULL, 'h'},
                                          {"version", no_argument, NULL, 'V'},
                                          {NULL, 0, NULL, 0}};
@@ -200,6 +202,8 @@ bo_one(bench_opts *o, int ch, const char *arg, const char *opt, const char *prog
     case 'J': o->json = 1; return 0;
     case 'O': o->out_path = arg; return 0;
     case 'H': o->shared = 1; return 0;
+    case 'D': o->discover = 1; return 0;
+    case 'L': o->overlap = 1; return 0;
     case 'h': usage(stdout); return 1;
     case 'V': printf("%s %s\n", prog, A2A_VERSION); return 1;
     }

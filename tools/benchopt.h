@@ -24,6 +24,8 @@ typedef struct {
     uint32_t seed;
     double target;
     int warmup, min_iters, max_iters, quiet, json, shared;
+    int discover; /* a2a-bench only: count discovery (recv_counts NULL) in the measured op */
+    int overlap;  /* a2a-bench only: also start + compute of the op's length + wait */
     int dtype;    /* index in bo_dtype_names, the order of a2a_dtype */
     size_t esize; /* bytes per element */
     const char *out_path;

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/args.h"
 #include "common/log.h"
 #include "common/shmchan.h"
 #include "common/status.h"
@@ -79,6 +80,8 @@ typedef struct {
     uint32_t state; /* the request's state word */
     int closed;     /* the job had closed the channel */
     engine_done *done;
+    const wire_a2av *a; /* the request, once decoded; discover: it discovers its counts */
+    int discover;
 } chan_reply;
 
 /* chan_answer writes the reply, moves the state to REPLY and wakes the job. */
@@ -86,6 +89,8 @@ static void
 chan_answer(chan_reply *r, a2a_status st, const char *msg, int64_t next)
 {
     uint32_t seen;
+    if (st == A2A_OK && r->discover) /* the counts it discovered, before the reply */
+        shmchan_counts_write(r->c->mem, r->c->len, r->a->n, r->a->counts + 2 * r->a->n);
     shmchan_reply_write(r->c->mem, r->seq, st, msg, next);
     if (!shmchan_cas(r->c->mem, r->state, SHMCHAN_REPLY, &seen) && seen == SHMCHAN_CLOSED) {
         r->closed = 1;
@@ -118,6 +123,8 @@ chan_serve(chan *c, uint32_t state)
         st = A2A_ERR_INVALID_ARGUMENT;
     } else {
         a.job = c->job;
+        r.a = &a;
+        r.discover = args_discover(a.n, a.counts);
         st = engine_alltoallv_done(c->cs->e, &a, &done, &next, c->msg, sizeof(c->msg));
         if (st == A2A_OK)
             c->msg[0] = '\0';

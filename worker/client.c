@@ -43,6 +43,7 @@
 #include "common/wire.h"
 #include "server/rpc.h"
 #include "server/secure.h"
+#include "request.h"
 
 #define CLIENT_CALL_MS 10000 /* deadline of group calls */
 #define CLIENT_SLACK_MS 5000 /* what an operation's RPC deadline adds to the operation's */
@@ -109,6 +110,7 @@ typedef struct job_opnum {
 } job_opnum;
 
 static void opnum_put(a2a_job *job, const wire_a2av *w, int replied, int64_t next, a2a_status st);
+static a2a_status counts_back(a2a_job *job, const wire_a2av *w, const a2a_alltoallv_args *args);
 
 /* A group as this job last resolved it. */
 typedef struct job_group {
@@ -160,6 +162,8 @@ struct a2a_job {
     job_chan *chans;       /* free channels */
     size_t nchans;         /* open channels, free or in a call */
     int64_t chan_retry_ms; /* no new channel before this time (rpc_now_ms) */
+    req_lanes *lanes;      /* non-blocking calls (request.c), under its lock */
+    int closing;           /* a2a_job_close began: no new session (under lmtx) */
 };
 
 static __thread char open_err[1024]; /* a2a_job_error(NULL): why a2a_job_open failed */
@@ -499,6 +503,8 @@ local_ensure(a2a_job *job)
     a2a_status st;
     int fd;
 
+    if (job->closing)
+        return job_fail(job, A2A_ERR_UNAVAILABLE, "the job is closing (a2a_job_close)");
     for (;;) {
         if (job->lsock >= 0 && !job->lbroken && job->lready) {
             if (job->lreading || !lsock_peer_gone(job->lsock))
@@ -909,11 +915,16 @@ remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args 
     msgpack_sbuffer sb;
     a2a_status st = A2A_OK;
 
+    int discover = args->recv_counts == NULL;
+
     *gone = 0;
     for (size_t j = 0; j < n; j++)
         if (__builtin_add_overflow(sbytes, (size_t)w->counts[j] * es, &sbytes) ||
-            __builtin_add_overflow(rbytes, (size_t)w->counts[2 * n + j] * es, &rbytes))
+            (!discover &&
+             __builtin_add_overflow(rbytes, (size_t)w->counts[2 * n + j] * es, &rbytes)))
             return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the slices are too large");
+    if (discover) /* room for the whole capacity (args_check: no overflow) */
+        rbytes = args->recv_len * es;
     roff = (sbytes + 4095) & ~(size_t)4095;
     total = roff + rbytes;
     pthread_mutex_lock(&job->mtx);
@@ -935,6 +946,8 @@ remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args 
     for (size_t j = 0; j < n; j++) {
         w->counts[n + j] = (int64_t)(off / es);
         off += (size_t)w->counts[j] * es;
+        if (discover)
+            continue;
         w->counts[3 * n + j] = (int64_t)(roff_j / es);
         roff_j += (size_t)w->counts[2 * n + j] * es;
     }
@@ -959,16 +972,39 @@ remote_once(a2a_job *job, unsigned slot, wire_a2av *w, const a2a_alltoallv_args 
         else
             st = call(job, "RemoteCall", &rb, w->timeout_ms + CLIENT_SLACK_MS, &rep, &replen);
         msgpack_sbuffer_destroy(&rb);
-        /* the reply's body is our next operation number (none: the call never got through);
-         * decoded before the call: C does not order the evaluation of arguments */
-        int replied =
-            rep != NULL && wire_a2av_reply_decode(&next, rep, replen, bad, sizeof(bad)) == 0;
-        opnum_put(job, w, replied, next, st);
+        /* the reply's body is our next operation number (none: the call never got through); decoded
+         * before the call, whose arguments C evaluates in no set order, and with count discovery
+         * the counts received */
+        int64_t *got = discover && st == A2A_OK ? w->counts + 2 * n : NULL;
+        int ok = rep != NULL &&
+                 wire_a2av_reply_decode_counts(&next, got, n, rep, replen, bad, sizeof(bad)) == 0;
+        opnum_put(job, w, ok, next, st);
         free(rep);
+        if (st == A2A_OK && !ok)
+            st = job_fail(job, A2A_ERR_INTERNAL, "worker %s: a bad RemoteCall reply: %s",
+                          job->worker, bad);
+        else if (st == A2A_OK)
+            st = counts_back(job, w, args);
         r.data = NULL;
         r.data_len = 0;
     }
     msgpack_sbuffer_destroy(&sb);
+    if (st == A2A_OK && discover) { /* what came, packed: get it as its own counts say */
+        int64_t *displs = malloc(n * sizeof(int64_t));
+        a2a_alltoallv_args got = *args;
+        size_t at = 0;
+        if (displs == NULL)
+            return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        for (size_t j = 0; j < n; j++) {
+            displs[j] = (int64_t)at;
+            at += (size_t)w->counts[2 * n + j]; /* counts_back: at most recv_len in all */
+        }
+        got.recv_counts = w->counts + 2 * n;
+        got.recv_displacements = displs;
+        st = remote_stream(job, &r, &got, n, 0, roff, at * es);
+        free(displs);
+        return st;
+    }
     if (st == A2A_OK) { /* the call ran: running it again would be another operation */
         st = remote_stream(job, &r, args, n, 0, roff, rbytes);
         return st;
@@ -989,11 +1025,34 @@ remote_all_to_all_v(a2a_job *job, wire_a2av *w, const a2a_alltoallv_args *args)
     a2a_status st = remote_once(job, slot, w, args, &gone);
     if (gone && remote_attach(job) == A2A_OK) {
         memcpy(w->counts + w->n, args->send_displacements, w->n * sizeof(int64_t));
-        memcpy(w->counts + 3 * w->n, args->recv_displacements, w->n * sizeof(int64_t));
+        if (args->recv_displacements != NULL)
+            memcpy(w->counts + 3 * w->n, args->recv_displacements, w->n * sizeof(int64_t));
         st = remote_once(job, slot, w, args, &gone);
     }
     remote_slot_give(job, slot);
     return st;
+}
+
+req_lanes **
+client_lanes(a2a_job *job)
+{
+    return &job->lanes;
+}
+
+a2a_status
+client_fail(a2a_job *job, a2a_status st, const char *msg)
+{
+    return job_fail(job, st, "%s", msg);
+}
+
+void
+client_stop_calls(a2a_job *job)
+{
+    pthread_mutex_lock(&job->lmtx);
+    job->closing = 1;
+    if (job->lsock >= 0)
+        local_broken(job, ESHUTDOWN);
+    pthread_mutex_unlock(&job->lmtx);
 }
 
 a2a_status
@@ -1088,6 +1147,7 @@ a2a_job_close(a2a_job *job)
 {
     if (job == NULL)
         return;
+    req_close(job, &job->lanes); /* requests in flight end first */
     while (job->chans != NULL) {
         job_chan *c = job->chans;
         job->chans = c->next;
@@ -1404,11 +1464,18 @@ check_pointers(a2a_job *job, const a2a_alltoallv_args *a)
 {
     if (a == NULL)
         return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "args is NULL");
-    if (a->send_counts == NULL || a->send_displacements == NULL || a->recv_counts == NULL ||
-        a->recv_displacements == NULL)
+    if (a->send_counts == NULL || a->send_displacements == NULL)
         return job_fail(job, A2A_ERR_INVALID_ARGUMENT,
-                        "send_counts, send_displacements, recv_counts and recv_displacements "
-                        "must all be given");
+                        "send_counts and send_displacements must be given");
+    if ((a->recv_counts == NULL) != (a->recv_displacements == NULL))
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT,
+                        "recv_counts is %s but recv_displacements is %s: give both, or neither "
+                        "for count discovery",
+                        a->recv_counts == NULL ? "NULL" : "given",
+                        a->recv_displacements == NULL ? "NULL" : "given");
+    if (a->recv_counts == NULL && a->recv_counts_out == NULL)
+        return job_fail(job, A2A_ERR_INVALID_ARGUMENT,
+                        "count discovery (recv_counts NULL) needs recv_counts_out for the counts");
     if ((a->send_data == NULL && a->send_len > 0) || (a->recv_data == NULL && a->recv_len > 0))
         return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "a buffer is NULL but its length is not 0");
     if (a->timeout_ms < 0)
@@ -1735,6 +1802,7 @@ stage_reserve(a2a_job *job, job_stage *st, size_t bytes)
 /* A call's plan for its plain buffers: where each slice sits in the staging memory. */
 typedef struct {
     int send, recv; /* staged (plain) or not (shared, or nothing to move) */
+    int discover;   /* count discovery: the receive slices land packed from element 0 */
     size_t recv_off;
     size_t bytes;
 } stage_plan;
@@ -1758,13 +1826,16 @@ stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *ar
     memset(plan, 0, sizeof(*plan));
     plan->send = args->send_len > 0 && !in_shared(job, args->send_data, args->send_len * es);
     plan->recv = args->recv_len > 0 && !in_shared(job, args->recv_data, args->recv_len * es);
+    plan->discover = args->recv_counts == NULL;
     for (size_t j = 0; j < n; j++) {
         if (plan->send && __builtin_add_overflow(sbytes, (size_t)w->counts[j] * es, &sbytes))
             return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the send slices are too large");
-        if (plan->recv &&
+        if (plan->recv && !plan->discover &&
             __builtin_add_overflow(rbytes, (size_t)w->counts[2 * n + j] * es, &rbytes))
             return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the receive slices are too large");
     }
+    if (plan->recv && plan->discover) /* the whole capacity (args_check: no overflow) */
+        rbytes = args->recv_len * es;
     plan->send = plan->send && sbytes > 0;
     plan->recv = plan->recv && rbytes > 0;
     if (!plan->send && !plan->recv)
@@ -1796,7 +1867,7 @@ stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *ar
         w->send_len = sbytes / es;
     }
     off = 0;
-    for (size_t j = 0; plan->recv && j < n; j++) {
+    for (size_t j = 0; plan->recv && !plan->discover && j < n; j++) {
         w->counts[3 * n + j] = (int64_t)(off / es);
         off += (size_t)w->counts[2 * n + j] * es;
     }
@@ -1815,6 +1886,13 @@ stage_out(const job_stage *st, const wire_a2av *w, const a2a_alltoallv_args *arg
     size_t n = w->n, es = a2a_dtype_size(args->dtype), off = plan->recv_off;
     int64_t self = w->self_copied - 1;
 
+    if (plan->recv && plan->discover) { /* packed already: as many as came (checked) */
+        size_t total = 0;
+        for (size_t j = 0; j < n; j++)
+            total += (size_t)w->counts[2 * n + j];
+        memcpy(args->recv_data, st->ptr + off, total * es);
+        return;
+    }
     for (size_t j = 0; plan->recv && j < n; j++) {
         size_t b = (size_t)args->recv_counts[j] * es;
         if (b > 0 && (int64_t)j != self)
@@ -1831,8 +1909,12 @@ fill_request(a2a_job *job, wire_a2av *w, const a2a_alltoallv_args *args, const c
     size_t n = w->n;
     memcpy(w->counts, args->send_counts, n * sizeof(int64_t));
     memcpy(w->counts + n, args->send_displacements, n * sizeof(int64_t));
-    memcpy(w->counts + 2 * n, args->recv_counts, n * sizeof(int64_t));
-    memcpy(w->counts + 3 * n, args->recv_displacements, n * sizeof(int64_t));
+    for (size_t j = 0; args->recv_counts == NULL && j < 2 * n; j++)
+        w->counts[2 * n + j] = ARGS_DISCOVER; /* count discovery */
+    if (args->recv_counts != NULL) {
+        memcpy(w->counts + 2 * n, args->recv_counts, n * sizeof(int64_t));
+        memcpy(w->counts + 3 * n, args->recv_displacements, n * sizeof(int64_t));
+    }
     w->job = job->id;
     snprintf(w->group, sizeof(w->group), "%s", group);
     w->dtype = (int64_t)(int)args->dtype;
@@ -1844,12 +1926,43 @@ fill_request(a2a_job *job, wire_a2av *w, const a2a_alltoallv_args *args, const c
     w->self_copied = 0;
 }
 
+/*
+ * counts_back checks the receive counts a discovering call got (the receive half of w->counts,
+ * from the worker's reply) against recv_len, so that nothing is unpacked past it, and writes
+ * them to args->recv_counts_out; with known counts it writes those.
+ */
+static a2a_status
+counts_back(a2a_job *job, const wire_a2av *w, const a2a_alltoallv_args *args)
+{
+    size_t n = w->n;
+    uint64_t total = 0;
+
+    if (args->recv_counts != NULL) {
+        if (args->recv_counts_out != NULL)
+            memcpy(args->recv_counts_out, args->recv_counts, n * sizeof(int64_t));
+        return A2A_OK;
+    }
+    for (size_t j = 0; j < n; j++) {
+        int64_t c = w->counts[2 * n + j];
+        if (c < 0 || (uint64_t)c > args->recv_len - total)
+            return job_fail(job, A2A_ERR_INTERNAL,
+                            "worker %s answered received counts beyond recv_len (%zu elements): "
+                            "count %lld from group rank %zu",
+                            job->worker, args->recv_len, (long long)c, j);
+        total += (uint64_t)c;
+    }
+    memcpy(args->recv_counts_out, w->counts + 2 * n, n * sizeof(int64_t));
+    return A2A_OK;
+}
+
 static a2a_status all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args);
 
 a2a_status
 a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
 {
     a2a_status st;
+    if (req_route(job, args, &st)) /* after the calls started before it on the group */
+        return st;
     opnum_taken.pending = 0;
     st = all_to_all_v_run(job, args);
     /* a failure that a changed group explains (destroyed, created again with another size or
@@ -1920,7 +2033,11 @@ all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
         }
         int64_t next = -2;
         st = chan_call(job, ch, &w, &served, &keep, &next);
-        if (served && st == A2A_OK)
+        if (served && st == A2A_OK && args->recv_counts == NULL &&
+            shmchan_counts_read(ch->mem, SHMCHAN_SIZE, w.n, w.counts + 2 * w.n) != 0)
+            st = job_fail(job, A2A_ERR_INTERNAL, "worker %s answered no received counts",
+                          job->worker);
+        if (served && st == A2A_OK && (st = counts_back(job, &w, args)) == A2A_OK)
             stage_out(&ch->stage, &w, args, &plan);
         chan_give(job, ch, keep);
         if (served) {
@@ -1956,16 +2073,19 @@ all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
             char bad[128];
             st = local_request(job, "AllToAllV", &sb, -1, w.timeout_ms + CLIENT_SLACK_MS, &rep,
                                &replen, why, sizeof(why));
-            /* without our body the reply came from no worker (the call never got through);
-             * decoded before the call: C does not order the evaluation of arguments */
-            int replied =
-                rep != NULL && wire_a2av_reply_decode(&next, rep, replen, bad, sizeof(bad)) == 0;
-            opnum_put(job, &w, replied, next, st);
+            /* without our body the reply came from no worker (the call never got through) */
+            int64_t *got = args->recv_counts == NULL && st == A2A_OK ? w.counts + 2 * w.n : NULL;
+            int ok = rep != NULL && wire_a2av_reply_decode_counts(&next, got, w.n, rep, replen, bad,
+                                                                  sizeof(bad)) == 0;
+            opnum_put(job, &w, ok, next, st);
             free(rep);
-            if (st == A2A_OK)
-                stage_out(sg, &w, args, &plan);
-            else
+            if (st != A2A_OK)
                 chan_reply(job, st, why);
+            else if (!ok)
+                st = job_fail(job, A2A_ERR_INTERNAL, "worker %s: a bad AllToAllV reply: %s",
+                              job->worker, bad);
+            else if ((st = counts_back(job, &w, args)) == A2A_OK)
+                stage_out(sg, &w, args, &plan);
         }
         msgpack_sbuffer_destroy(&sb);
     }

@@ -934,8 +934,10 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
                            e->self->name, (long long)a->job.world_rank);
     c.oc.esize = a2a_dtype_size((a2a_dtype)a->dtype);
     c.oc.dtype = (int32_t)a->dtype;
-    c.oc.counts = a->counts;
-    c.oc.self_copied = a->self_copied;
+    c.oc.counts = a->counts; /* with count discovery, the receive half is written */
+    c.oc.discover = args_discover(a->n, a->counts);
+    c.oc.recv_cap = a->recv_len;
+    c.oc.self_copied = c.oc.discover ? 0 : a->self_copied;
     deadline = rpc_now_ms() + timeout; /* resolving the group counts against it too */
     pre_read(&c);
     c.oc.pre = c.pre;

@@ -81,7 +81,9 @@ a2a_status engine_resolve(engine *e, const char *name, wire_group *g, char *err,
  * by the worker), resynchronised after a failure when a->op_failed is set
  * (docs/ARCHITECTURE.md, "Operation identity"). *next is the number of the
  * rank's next call, or -1 when the call was refused before it was numbered
- * (the job keeps its own).
+ * (the job keeps its own). With count discovery (args_discover), the receive
+ * counts and displacements in a->counts are written once known (a->counts is
+ * the caller's array): the counts to answer the job with.
  */
 a2a_status engine_alltoallv(engine *e, const wire_a2av *a, int64_t *next, char *err, size_t errlen);
 

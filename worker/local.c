@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/args.h"
 #include "common/log.h"
 #include "common/lsock.h"
 #include "common/shmchan.h"
@@ -345,9 +346,13 @@ local_call_main(void *arg)
     a2a_status st;
 
     int64_t next = -1;
+    int discover = args_discover(c->a.n, c->a.counts);
     st = engine_alltoallv(ls->srv->e, &c->a, &next, c->msg, sizeof(c->msg));
     msgpack_sbuffer_init(&body);
-    wire_a2av_reply_encode(&body, next); /* with a failure too: the job's next number */
+    if (discover && st == A2A_OK) /* and the counts it discovered */
+        wire_a2av_reply_encode_counts(&body, next, c->a.n, c->a.counts + 2 * c->a.n);
+    else
+        wire_a2av_reply_encode(&body, next); /* with a failure too: the job's next number */
     (void)local_reply(ls, c->id, st, c->msg, &body);
     msgpack_sbuffer_destroy(&body);
     wire_a2av_fini(&c->a);
@@ -803,10 +808,14 @@ local_remote_call(local_srv *s, rpc_ctx *ctx, const uint8_t *body, size_t len)
     a.job.world_rank = ls->x.world_rank; /* the session's rank, not what the body says */
     a.job.sess = &ls->x;
     int64_t next = -1;
+    int discover = args_discover(a.n, a.counts);
     st = engine_alltoallv(s->e, &a, &next, ctx->message, sizeof(ctx->message));
+    if (discover && st == A2A_OK) /* and the counts it discovered */
+        wire_a2av_reply_encode_counts(ctx->body, next, a.n, a.counts + 2 * a.n);
+    else
+        wire_a2av_reply_encode(ctx->body, next); /* with a failure too: the job's next number */
     wire_a2av_fini(&a);
     remote_put_ref(s, ls);
-    wire_a2av_reply_encode(ctx->body, next); /* with a failure too: the job's next number */
     return st;
 }
 

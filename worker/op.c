@@ -371,6 +371,173 @@ rx_done(op_out *o, op_op *op, op_call *c, int64_t s)
     check_done(o, c);
 }
 
+/* ---- count discovery (the pair logic for a receiver without counts; op.h) ---- */
+
+/* disc_answer answers remote d's READY(FRAME_DISCOVER) for pair s -> d: an eager slice told its
+ * count already; otherwise the count goes alone (SLICE without payload), and the slice waits
+ * for d's second READY. Either way the pair is done only when that READY confirms the count,
+ * so that d's failure to place its slices fails the operation for every member. */
+static void
+disc_answer(op_out *o, op_op *op, op_call *c, op_tx *tx, int64_t s, int64_t d)
+{
+    frame f = frame_of(op, FRAME_SLICE);
+
+    tx->ready = 0; /* the next READY gives the count back */
+    if (tx->state == TX_EAGER)
+        return;
+    if (op->g->peer[d] < 0) { /* local receivers never send READY */
+        op_fail(o, op, A2A_ERR_INTERNAL, 1, "rank %lld: a discovery READY for a local pair",
+                (long long)d);
+        return;
+    }
+    f.src = s;
+    f.dst = d;
+    f.dtype = c->dtype;
+    f.count = c->counts[d];
+    tx->state = TX_ANNOUNCED;
+    (void)send_frame(o, op->g->peer[d], op, &f);
+}
+
+/* disc_learn records that s sends count elements to discovering call c. */
+static void
+disc_learn(op_op *op, op_call *c, int64_t s, int64_t count)
+{
+    op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+    if (rx->known)
+        return;
+    rx->known = 1;
+    rx->count = count;
+    c->unknown--;
+}
+
+static void pair_start(op_out *o, op_op *op, int64_t s, int64_t d);
+static void land_eager(op_out *o, op_op *op, op_call *c, int64_t s, uint8_t *bytes, int64_t count);
+
+/* disc_go sends READY with the real counts to the worker of every remote sender: the go for an
+ * announced slice, the confirmation for an eager one. */
+static void
+disc_go(op_out *o, op_op *op, op_call *c)
+{
+    op_group *g = op->g;
+    for (size_t i = 0; i < g->env->nworkers && op->status == A2A_OK; i++) {
+        size_t k = 0;
+        for (size_t s = 0; s < g->n; s++)
+            k += g->peer[s] == (int)i;
+        if (k == 0)
+            continue;
+        frame f = frame_of(op, FRAME_READY);
+        f.dst = c->grank;
+        f.dtype = c->dtype;
+        op_act *a = send_frame(o, (int)i, op, &f);
+        if (a == NULL)
+            return;
+        if ((a->f.srcs = calloc(k, sizeof(int64_t))) == NULL ||
+            (a->f.counts = calloc(k, sizeof(int64_t))) == NULL) {
+            o->n--; /* the last action: take it back */
+            free(a->f.srcs);
+            free(a->f.counts);
+            op_fail(o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
+            return;
+        }
+        for (size_t s = 0; s < g->n; s++)
+            if (g->peer[s] == (int)i) {
+                a->f.srcs[a->f.n] = (int64_t)s;
+                a->f.counts[a->f.n++] = op->rx[PAIR(op, c->lidx, s)].count;
+            }
+    }
+}
+
+/*
+ * disc_place places discovering call c's slices once every count is known: packed in
+ * group-rank order from element 0, or, when they exceed the buffer, the operation fails for
+ * every member before anything is written. Then the eager slices land, local pairs start and
+ * the announced senders get their go.
+ */
+static void
+disc_place(op_out *o, op_op *op, op_call *c)
+{
+    op_group *g = op->g;
+    size_t n = g->n;
+    uint64_t need = 0, at = 0;
+
+    if (!c->discover || c->placed || c->unknown > 0 || c->finished || op->status != A2A_OK)
+        return;
+    for (size_t s = 0; s < n; s++) {
+        uint64_t k = (uint64_t)op->rx[PAIR(op, c->lidx, s)].count;
+        need = need > UINT64_MAX - k ? UINT64_MAX : need + k;
+    }
+    if (need > c->recv_cap) {
+        op_fail(o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1,
+                "count discovery: group rank %lld (world rank %lld) of group \"%s\" needs %llu "
+                "%s elements in operation %llu, but its receive buffer holds %llu",
+                (long long)c->grank, (long long)g->world[c->grank], g->name,
+                (unsigned long long)need, dtype_name((a2a_dtype)c->dtype),
+                (unsigned long long)op->num, (unsigned long long)c->recv_cap);
+        return;
+    }
+    for (size_t s = 0; s < n; s++) {
+        op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+        c->counts[2 * n + s] = rx->count;
+        c->counts[3 * n + s] = (int64_t)at;
+        rx->expect = rx->count;
+        at += (uint64_t)rx->count;
+    }
+    c->placed = 1;
+    disc_go(o, op, c);
+    for (size_t s = 0; s < n && op->status == A2A_OK; s++) {
+        op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+        if (g->peer[s] < 0) {
+            op_tx *tx = &op->tx[PAIR(op, g->lidx[s], c->grank)];
+            tx->ready = 1;
+            tx->expect = rx->count;
+            if (tx->state == TX_WAIT)
+                tx->state = TX_READY;
+            pair_start(o, op, (int64_t)s, c->grank);
+        } else if (rx->state == RX_STASHED) {
+            uint8_t *bytes = rx->stash;
+            if (rx->stash_len != (uint64_t)rx->count * c->esize) {
+                op_fail(o, op, A2A_ERR_INVALID_ARGUMENT, 1,
+                        "rank %lld sent %zu bytes for %lld elements, rank %lld receives %s",
+                        (long long)s, rx->stash_len, (long long)rx->count, (long long)c->grank,
+                        dtype_name((a2a_dtype)c->dtype));
+                return;
+            }
+            rx->stash = NULL;
+            rx->state = RX_WAIT;
+            land_eager(o, op, c, (int64_t)s, bytes, rx->count);
+        }
+    }
+}
+
+/* disc_slice handles a SLICE from remote s for discovering call c (f->payload: taken). */
+static void
+disc_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, frame *f)
+{
+    if (rx->known) { /* the slice itself, after our second READY (else a duplicate) */
+        if (!c->placed || rx->state != RX_COUNTED || f->payload != NULL)
+            return;
+        if (f->count != rx->count) {
+            count_mismatch(o, op, c, f->src, f->count, f->dst, rx->count);
+            return;
+        }
+        rx->state = RX_DATA;
+        if (f->count == 0)
+            rx_done(o, op, c, f->src);
+        return;
+    }
+    if (f->payload != NULL || f->count == 0) { /* eager: kept until c has placed its slices */
+        rx->state = RX_STASHED;
+        rx->stash = f->payload;
+        rx->stash_len = f->payload_len;
+        f->payload = NULL;
+        f->payload_len = 0;
+    } else {
+        rx->state = RX_COUNTED;
+    }
+    disc_learn(op, c, f->src, f->count);
+    disc_place(o, op, c);
+}
+
 /*
  * pair_start starts pair s -> d once s's call is here and d's expected count is known
  * (TX_READY, or TX_EAGER confirmed). A remote d gets SLICE and the data; a local d is copied
@@ -388,6 +555,10 @@ pair_start(op_out *o, op_op *op, int64_t s, int64_t d)
         return;
     if (tx->state != TX_READY && tx->state != TX_EAGER)
         return;
+    if (tx->expect == FRAME_DISCOVER) { /* remote d discovers its counts */
+        disc_answer(o, op, c, tx, s, d);
+        return;
+    }
     count = c->counts[d];
     if (count != tx->expect) {
         tx->state = TX_MOVING; /* never again: the operation fails */
@@ -401,7 +572,13 @@ pair_start(op_out *o, op_op *op, int64_t s, int64_t d)
     tx->state = TX_MOVING;
     if (g->peer[d] < 0) { /* local */
         op_call *r = op->calls[d];
-        if (r == c && c->self_copied == s + 1) { /* the job copied it (counts equal) */
+        if (r != NULL && r->esize != c->esize && count > 0) { /* a copy would tear it */
+            op_fail(o, op, A2A_ERR_INVALID_ARGUMENT, 1, "rank %lld sends %s, rank %lld receives %s",
+                    (long long)s, dtype_name((a2a_dtype)c->dtype), (long long)d,
+                    dtype_name((a2a_dtype)r->dtype));
+            return;
+        }
+        if (r == c && c->self_copied == s + 1 && !c->discover) { /* the job copied it */
             tx_done(o, op, c, d);
             rx_done(o, op, c, s);
         } else {
@@ -563,6 +740,17 @@ take_stash(op_out *o, op_op *op, op_call *c)
         op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
         if (g->peer[s] < 0 || rx->state != RX_STASHED)
             continue;
+        if (c->discover) { /* it lands once c has placed its slices */
+            disc_learn(op, c, (int64_t)s, rx->count);
+            continue;
+        }
+        if (rx->stash_len != (uint64_t)rx->count * c->esize) { /* another dtype's bytes */
+            op_fail(o, op, A2A_ERR_INVALID_ARGUMENT, 1,
+                    "rank %lld sent %zu bytes for %lld elements, rank %lld receives %s",
+                    (long long)s, rx->stash_len, (long long)rx->count, (long long)c->grank,
+                    dtype_name((a2a_dtype)c->dtype));
+            return;
+        }
         uint8_t *bytes = rx->stash;
         rx->stash = NULL;
         rx->state = RX_WAIT;
@@ -581,6 +769,8 @@ op_arrive(op_out *o, op_op *op, op_call *c)
     op->arrived++;
     c->sends_left = n;
     c->recvs_left = n;
+    c->unknown = c->discover ? n : 0;
+    c->placed = 0;
     for (size_t s = 0; s < n; s++)
         op->rx[PAIR(op, c->lidx, s)].expect = c->counts[2 * n + s];
     ready_out(o, op, c);
@@ -596,22 +786,34 @@ op_arrive(op_out *o, op_op *op, op_call *c)
         }
         if (other == NULL || other->finished)
             continue;
-        /* local pairs me -> r and r -> me (once for r == me) */
+        /* local pairs me -> r and r -> me (once for r == me); a discovering receiver
+         * learns the count and starts the pair when it places its slices */
         op_tx *t1 = &op->tx[PAIR(op, c->lidx, r)];
-        t1->ready = 1;
-        t1->expect = other->counts[2 * n + (size_t)me];
-        if (t1->state == TX_WAIT)
-            t1->state = TX_READY;
-        pair_start(o, op, me, (int64_t)r);
+        if (other->discover) {
+            disc_learn(op, other, me, c->counts[r]);
+            if (other != c)
+                disc_place(o, op, other);
+        } else {
+            t1->ready = 1;
+            t1->expect = other->counts[2 * n + (size_t)me];
+            if (t1->state == TX_WAIT)
+                t1->state = TX_READY;
+            pair_start(o, op, me, (int64_t)r);
+        }
         if (other == c)
             continue;
         op_tx *t2 = &op->tx[PAIR(op, other->lidx, me)];
+        if (c->discover) {
+            disc_learn(op, c, (int64_t)r, other->counts[me]);
+            continue;
+        }
         t2->ready = 1;
         t2->expect = c->counts[2 * n + r];
         if (t2->state == TX_WAIT)
             t2->state = TX_READY;
         pair_start(o, op, (int64_t)r, me);
     }
+    disc_place(o, op, c);
 }
 
 void
@@ -650,7 +852,7 @@ op_missing(const op_call *c, char *buf, size_t len)
         const op_rx *rx = &op->rx[PAIR(op, c->lidx, r)];
         const op_tx *tx = &op->tx[PAIR(op, c->lidx, r)];
         int waiting =
-            op->g->peer[r] < 0 ? op->calls[r] == NULL : (rx->state == RX_WAIT || !tx->ready);
+            op->g->peer[r] < 0 ? op->calls[r] == NULL : (rx->state == RX_WAIT || !tx->heard);
         if (waiting)
             off += (size_t)snprintf(buf + off, len - off, "%s%zu", k++ ? ", " : "", r);
     }
@@ -925,11 +1127,12 @@ on_ready(op_out *o, op_group *g, int peer, op_op *op, const frame *f)
         if (s < 0 || s >= (int64_t)g->n || g->lidx[s] < 0)
             continue;
         tx = &op->tx[PAIR(op, g->lidx[s], f->dst)];
+        tx->heard = 1;
         if (tx->ready)
             continue;
         tx->ready = 1;
         tx->expect = f->counts[i];
-        if (tx->state == TX_WAIT)
+        if (tx->state == TX_WAIT || tx->state == TX_ANNOUNCED)
             tx->state = TX_READY;
         pair_start(o, op, s, f->dst);
     }
@@ -946,7 +1149,8 @@ on_slice(op_out *o, op_group *g, int peer, op_op *op, frame *f)
         return;
     c = op->calls[f->dst];
     rx = &op->rx[PAIR(op, g->lidx[f->dst], f->src)];
-    if (rx->state != RX_WAIT || op->status != A2A_OK || (c != NULL && c->finished))
+    if ((rx->state != RX_WAIT && rx->state != RX_COUNTED) || op->status != A2A_OK ||
+        (c != NULL && c->finished))
         return;
     if (f->count > 0 && f->payload == NULL && c == NULL)
         return; /* not eager, yet before READY: not from a worker that follows the protocol */
@@ -963,9 +1167,14 @@ on_slice(op_out *o, op_group *g, int peer, op_op *op, frame *f)
     if (c == NULL) { /* eager, before d: keep it until d comes (bounded: op_eager_max) */
         rx->state = RX_STASHED;
         rx->count = f->count;
+        rx->stash_len = f->payload_len;
         rx->stash = f->payload;
         f->payload = NULL;
         f->payload_len = 0;
+        return;
+    }
+    if (c->discover) {
+        disc_slice(o, op, c, rx, f);
         return;
     }
     if (f->payload != NULL) {

@@ -32,6 +32,19 @@
  *     RX_DATA      announced, DATA coming      op_data_landed, all -> RX_DONE
  *     RX_DONE
  *
+ * Count discovery (op_call.discover: the receiving call gave no counts): d's READY carries
+ * FRAME_DISCOVER for every source; a sender answers a READY(FRAME_DISCOVER) with its count
+ * alone (SLICE, no payload: TX_ANNOUNCED) unless its slice went eagerly; once d knows every
+ * count (local senders here, eager SLICEs kept, announced counts) it places the slices packed
+ * in group-rank order within its receive buffer (or fails the operation RESOURCE_EXHAUSTED for
+ * everyone when they do not fit, before anything is written), lands the eager ones, has local
+ * pairs copied and sends a second READY with the real counts to every remote sender (the go
+ * of an announced slice, the confirmation of an eager one: a pair to a discoverer is done only
+ * then, so that a receiver whose slices do not fit fails the operation for every member):
+ *     TX_ANNOUNCED count sent to a discoverer  READY(count)        -> TX_READY (as above)
+ *     RX_COUNTED   count known, no data yet    SLICE(count) after d placed -> RX_DATA
+ *     RX_STASHED   (discovery) eager bytes kept until d has placed its slices
+ *
  * Any state: the operation fails (ABORT, deadline, peer lost, mismatch,
  * memory) -> every pair stops where it is; calls are woken and answered with
  * the operation's status. A pair never goes back; a frame for a pair in a
@@ -72,12 +85,17 @@ typedef struct op_call {
     int lidx;
     int32_t dtype;
     size_t esize;
-    const int64_t *counts;  /* 4n elements: send counts, send displs, recv counts, recv displs */
+    int64_t *counts;        /* 4n elements: send counts, send displs, recv counts, recv displs (with
+                               discovery, the receive half is written when d places its slices) */
     const uint8_t *pre;     /* its eager slices' bytes, read before it entered (or NULL) */
     const uint64_t *pre_at; /* by group rank: where in pre, or UINT64_MAX: not eager */
     int64_t self_copied;    /* grank + 1 when the job copied its own slice itself */
     size_t sends_left, recvs_left;
-    int finished; /* its thread has given up on it: no new work for it */
+    int finished;      /* its thread has given up on it: no new work for it */
+    int discover;      /* count discovery: the receive half of counts is ARGS_DISCOVER */
+    uint64_t recv_cap; /* discovery: the receive buffer's capacity, in elements */
+    size_t unknown;    /* discovery: sources whose count is not known yet */
+    int placed;        /* discovery: the receive counts and displacements are written */
     /* asking the member workers where the group is (op_ask), before it has a number */
     struct op_call *ask_next; /* in its group's list of asking calls */
     int asking;               /* 1 while answers are awaited */
@@ -91,13 +109,14 @@ typedef struct op_call {
     char ask_msg[512];
 } op_call;
 
-typedef enum { TX_WAIT, TX_READY, TX_EAGER, TX_MOVING, TX_DONE } op_tx_state;
-typedef enum { RX_WAIT, RX_STASHED, RX_LANDING, RX_DATA, RX_DONE } op_rx_state;
+typedef enum { TX_WAIT, TX_READY, TX_EAGER, TX_MOVING, TX_DONE, TX_ANNOUNCED } op_tx_state;
+typedef enum { RX_WAIT, RX_STASHED, RX_LANDING, RX_DATA, RX_DONE, RX_COUNTED } op_rx_state;
 
 typedef struct {
     op_tx_state state;
     int ready;      /* READY(d) came (or d is local and here) */
     int64_t expect; /* d's recv_count from s, once ready */
+    int heard;      /* a READY of d came (ready is 0 again while a discoverer d places) */
 } op_tx;
 
 typedef struct {
@@ -106,6 +125,8 @@ typedef struct {
     int64_t count;  /* what s announced */
     uint64_t bytes; /* received so far */
     uint8_t *stash; /* RX_STASHED: the eager bytes (malloc'd) */
+    size_t stash_len;
+    int known; /* discovery: count is s's */
 } op_rx;
 
 struct op_op {

@@ -102,6 +102,10 @@ bad(sim *S, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Count discovery: bit i set, rank i's calls give no receive counts (capacity: what its
+ * partners of the same call index send); op.c writes them (test_op.c sets it). */
+static unsigned sim_discover_mask;
+
 /* counts: 0, 3 (eager) or 600 int64 (streamed, two chunks) by a pattern of the pair and call */
 static int64_t
 pattern(size_t s, size_t d, int k, unsigned mix)
@@ -435,6 +439,12 @@ arrive(sim *S, int i)
     R->oc.dtype = A2A_INT64;
     R->oc.esize = 8;
     R->oc.counts = R->counts[k];
+    if (sim_discover_mask >> i & 1) { /* no receive counts: the machine finds them */
+        for (size_t j = 2 * S->n; j < 4 * S->n; j++)
+            R->counts[k][j] = FRAME_DISCOVER;
+        R->oc.discover = 1;
+        R->oc.recv_cap = (uint64_t)R->recv_len[k];
+    }
     for (size_t d = 0; d < S->n; d++)
         R->pre_at[d] = R->counts[k][d] * 8 <= (int64_t)op_eager_max(S->n)
                            ? (uint64_t)R->counts[k][S->n + d] * 8
@@ -470,6 +480,24 @@ verify(sim *S, int i, int k)
     rank *R = &S->r[i];
     if (S->hostile)
         return; /* a peer with the secret can send any bytes; only the machine's own rules hold */
+    if (sim_discover_mask >> i & 1) { /* placed, packed in rank order, within the capacity */
+        int64_t at = 0;
+        for (size_t s = 0; s < S->n; s++) {
+            if (R->counts[k][2 * S->n + s] < 0 || R->counts[k][3 * S->n + s] != at) {
+                bad(S,
+                    "rank %d call %d returned OK with slice %zu placed at %" PRId64
+                    " (count %" PRId64 "), not packed at %" PRId64,
+                    i, k, s, R->counts[k][3 * S->n + s], R->counts[k][2 * S->n + s], at);
+                return;
+            }
+            at += R->counts[k][2 * S->n + s];
+        }
+        if (at > R->recv_len[k]) {
+            bad(S, "rank %d call %d returned OK with %" PRId64 " elements in a buffer of %" PRId64,
+                i, k, at, R->recv_len[k]);
+            return;
+        }
+    }
     for (size_t s = 0; s < S->n; s++)
         for (int64_t x = 0; x < R->counts[k][2 * S->n + s]; x++) {
             int64_t got = R->recvbuf[k][R->counts[k][3 * S->n + s] + x];
@@ -854,7 +882,8 @@ fingerprint(const sim *S)
                 const op_rx *rx = &op->rx[i];
                 const op_tx *tx = &op->tx[i];
                 x = mix64(x, (uint64_t)rx->state << 8 | (uint64_t)tx->state << 4 |
-                                 (uint64_t)tx->ready);
+                                 (uint64_t)tx->ready | (uint64_t)tx->heard << 1 |
+                                 (uint64_t)rx->known << 2);
                 x = mix64(x, (uint64_t)rx->expect ^ (uint64_t)rx->count << 20 ^ rx->bytes << 40);
                 x = mix64(x, (uint64_t)tx->expect);
                 if (rx->stash != NULL)

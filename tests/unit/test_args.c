@@ -428,11 +428,36 @@ test_small_errlen(void)
     free(l.v);
 }
 
+/* count discovery: every receive count and displacement ARGS_DISCOVER; only the send side and
+ * recv_len are checked; a partly discovering layout is refused as negative */
+static void
+test_discover(void)
+{
+    layout l = lay_alloc(3);
+    int64_t c[3] = {2, 0, 5};
+    uint64_t total = contiguous(3, sc(&l), sd(&l), c);
+    for (size_t i = 0; i < 6; i++)
+        l.v[6 + i] = ARGS_DISCOVER;
+    CU_ASSERT_TRUE(args_discover(3, l.v));
+    expect_ok(&l, A2A_INT32, total, 0);
+    expect_ok(&l, A2A_INT32, total, 1000);
+    expect_invalid(&l, A2A_INT64, total, (uint64_t)INT64_MAX, "recv_len", "overflows");
+    sc(&l)[2] = 6; /* the send side is still checked */
+    expect_invalid(&l, A2A_INT32, total, 10, "send slice 2");
+    sc(&l)[2] = 5;
+    l.v[3 * 3 + 1] = 0; /* one displacement given: not discovery */
+    CU_ASSERT_FALSE(args_discover(3, l.v));
+    expect_invalid(&l, A2A_INT32, total, 10, "recv_counts[0] is negative (-1)");
+    CU_ASSERT_FALSE(args_discover(0, l.v));
+    free(l.v);
+}
+
 int
 main(int argc, char **argv)
 {
     static const cu_test tests[] = {
         {"valid, every dtype", test_valid_basic},
+        {"count discovery", test_discover},
         {"valid, n = 1", test_valid_n1},
         {"valid, n = 0", test_valid_n0},
         {"valid, zero counts anywhere", test_valid_zero_counts},

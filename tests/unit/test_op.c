@@ -292,6 +292,27 @@ test_eager_before(void)
     one_fini(&t);
 }
 
+/* an eager slice kept before its receiver came, of another dtype (3 int8 for 3 int64): the
+ * receiver's arrival fails the operation instead of landing 24 bytes from a 3-byte stash */
+static void
+test_eager_before_dtype(void)
+{
+    one t;
+    uint8_t *bytes = malloc(3);
+    memset(bytes, 0xab, 3);
+    one_init(&t, 1, 1, 1, 3);
+    frame s = one_slice(1, 0, 3);
+    s.dtype = A2A_INT8;
+    s.payload = bytes;
+    s.payload_len = 3;
+    op_frame(&t.o, t.g, 1, 11, &s);
+    op_op *op = one_arrive(&t, 0);
+    CU_ASSERT_PTR_NULL(one_find(&t, OPA_LAND, -1));
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_STRING_EQUAL(op->msg, "rank 1 sent 3 bytes for 3 elements, rank 0 receives int64");
+    one_fini(&t);
+}
+
 /* ABORT from a peer fails the operation with the peer's words, and wakes the call */
 static void
 test_abort(void)
@@ -391,6 +412,155 @@ test_zero(void)
 }
 
 /* explore runs every schedule (depth-first) up to limit of them; returns how many ran. */
+/* ---- count discovery: rank 0 (here) gives no receive counts, capacity cap ---- */
+
+static void
+disc_init(one *t, int64_t send0, int64_t send1, uint64_t cap)
+{
+    one_init(t, send0, send1, 0, 0);
+    for (int i = 4; i < 8; i++)
+        t->counts[i] = FRAME_DISCOVER;
+    t->c.discover = 1;
+    t->c.recv_cap = cap;
+}
+
+/* READY(-1) out; the announced count places the slices packed; the go READY gives it back;
+ * then the slice itself, and its DATA lands after rank 0's own element */
+static void
+test_discover(void)
+{
+    one t;
+    uint64_t off = 0;
+    disc_init(&t, 1, 1, 700);
+    op_op *op = one_arrive(&t, 0);
+    const op_act *a = one_find(&t, OPA_SEND, FRAME_READY);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->f.counts[0], FRAME_DISCOVER);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_COPY, -1), 0); /* not before its place is known */
+    op_out_reset(&t.o);
+    frame d = one_frame(FRAME_DATA, 7, 0);
+    d.src = 1;
+    d.dst = 0;
+    frame s = one_slice(1, 0, 600); /* the count alone */
+    op_frame(&t.o, t.g, 1, 11, &s);
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    CU_ASSERT_EQUAL(op->rx[1].state, RX_COUNTED);
+    CU_ASSERT_EQUAL(t.counts[4], 1);
+    CU_ASSERT_EQUAL(t.counts[5], 600);
+    CU_ASSERT_EQUAL(t.counts[6], 0);
+    CU_ASSERT_EQUAL(t.counts[7], 1);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_COPY, -1), 1); /* 0 -> 0 now */
+    a = one_find(&t, OPA_SEND, FRAME_READY);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->f.n, 1);
+    CU_ASSERT_EQUAL(a->f.counts[0], 600);
+    CU_ASSERT_PTR_NULL(op_data_target(&t.o, t.g, 1, &d, 8, &off)); /* DATA before the slice */
+    op_frame(&t.o, t.g, 1, 11, &s);                                /* the slice itself */
+    CU_ASSERT_EQUAL(op->rx[1].state, RX_DATA);
+    CU_ASSERT_PTR_EQUAL(op_data_target(&t.o, t.g, 1, &d, 4800, &off), &t.c);
+    CU_ASSERT_EQUAL(off, 8);
+    op_data_landed(&t.o, &t.c, 1, 4800, 0);
+    CU_ASSERT_EQUAL(op->rx[1].state, RX_DONE);
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    one_fini(&t);
+}
+
+/* more than the capacity: RESOURCE_EXHAUSTED for everyone (ABORT) before anything is placed,
+ * copied or confirmed; also a count near INT64_MAX (no wrap) */
+static void
+test_discover_small(void)
+{
+    one t;
+    int64_t big[] = {600, INT64_MAX};
+    for (int i = 0; i < 2; i++) {
+        disc_init(&t, 1, 1, 600);
+        op_op *op = one_arrive(&t, 0);
+        op_out_reset(&t.o);
+        frame s = one_slice(1, 0, big[i]);
+        op_frame(&t.o, t.g, 1, 11, &s);
+        CU_ASSERT_EQUAL(op->status, A2A_ERR_RESOURCE_EXHAUSTED);
+        if (i == 0)
+            CU_ASSERT_STRING_EQUAL(op->msg, "count discovery: group rank 0 (world rank 0) of "
+                                            "group \"g\" needs 601 int64 elements in operation "
+                                            "0, but its receive buffer holds 600");
+        CU_ASSERT_PTR_NOT_NULL(one_find(&t, OPA_SEND, FRAME_ABORT));
+        CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 0);
+        CU_ASSERT_EQUAL(one_count(&t, OPA_COPY, -1) + one_count(&t, OPA_LAND, -1), 0);
+        CU_ASSERT_EQUAL(t.counts[4], FRAME_DISCOVER); /* nothing placed */
+        one_fini(&t);
+    }
+}
+
+/* an eager slice before the discoverer is kept; it lands at its packed place once all counts
+ * are known; one of the wrong byte length (another dtype) fails, and lands nothing */
+static void
+test_discover_eager(void)
+{
+    for (int bad = 0; bad < 2; bad++) {
+        one t;
+        uint8_t *bytes = malloc(24);
+        memset(bytes, 0xab, 24);
+        disc_init(&t, 2, 1, 10);
+        frame s = one_slice(1, 0, 3);
+        s.payload = bytes;
+        s.payload_len = bad ? 16 : 24;
+        op_frame(&t.o, t.g, 1, 11, &s);
+        op_op *op = one_arrive(&t, 0);
+        const op_act *a = one_find(&t, OPA_LAND, -1);
+        if (bad) {
+            CU_ASSERT_PTR_NULL(a);
+            CU_ASSERT_EQUAL(op->status, A2A_ERR_INVALID_ARGUMENT);
+        } else {
+            CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+            CU_ASSERT_EQUAL(a->len, 24);
+            CU_ASSERT_EQUAL(a->off, 16); /* after rank 0's 2 elements */
+            CU_ASSERT_EQUAL(t.counts[5], 3);
+            op_landed(&t.o, &t.c, 1, 0);
+            CU_ASSERT_EQUAL(op->rx[1].state, RX_DONE);
+            CU_ASSERT_EQUAL(op->status, A2A_OK);
+        }
+        one_fini(&t);
+    }
+}
+
+/* the sending side of a discovering receiver: READY(-1) is answered with the count alone, the
+ * slice leaves at the second READY; an eager slice's pair is done only at the second READY */
+static void
+test_discover_sender(void)
+{
+    one t;
+    int64_t srcs[] = {0}, counts[] = {FRAME_DISCOVER};
+    one_init(&t, 1, 600, 1, 1);
+    op_op *op = one_arrive(&t, 0);
+    op_out_reset(&t.o);
+    frame f = one_ready(7, srcs, counts);
+    op_frame(&t.o, t.g, 1, 11, &f);
+    const op_act *a = one_find(&t, OPA_SEND, FRAME_SLICE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->f.count, 600);
+    CU_ASSERT_EQUAL(a->plen, 0);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 0);
+    CU_ASSERT_EQUAL(op->tx[1].state, TX_ANNOUNCED);
+    op_out_reset(&t.o);
+    counts[0] = 600;
+    op_frame(&t.o, t.g, 1, 11, &f);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 1);
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    one_fini(&t);
+
+    one_init(&t, 1, 2, 1, 1); /* eager to rank 1 */
+    op = one_arrive(&t, 0);
+    CU_ASSERT_EQUAL(op->tx[1].state, TX_EAGER);
+    size_t left = t.c.sends_left;
+    counts[0] = FRAME_DISCOVER;
+    op_frame(&t.o, t.g, 1, 11, &f);
+    CU_ASSERT_EQUAL(t.c.sends_left, left); /* not done yet */
+    counts[0] = 3;                         /* a confirmation with another count */
+    op_frame(&t.o, t.g, 1, 11, &f);
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_COUNT_MISMATCH);
+    one_fini(&t);
+}
+
 static size_t
 explore(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned mix, size_t limit)
 {
@@ -558,15 +728,44 @@ test_lockstep(void)
     sim_lockstep = 0;
 }
 
+/* count discovery in every order: rank 1 (and both) discovering, 2 ranks on 1 and 2 workers,
+ * two calls, with and without one fault; the first OP_EXHAUSTIVE_CAP orders of each */
+static void
+test_discover_orders(void)
+{
+    static const config c[] = {
+        {2, 2, {0, 1}, 2, 0, 0}, {2, 2, {0, 1}, 2, 0, 1},    {2, 2, {0, 1}, 2, 0, 2},
+        {2, 2, {0, 1}, 2, 1, 0}, {2, 2, {0, 1}, 2, 1, 3},    {2, 1, {0, 0}, 2, 0, 0},
+        {2, 1, {0, 0}, 2, 1, 1}, {3, 2, {0, 1, 1}, 1, 0, 0}, {3, 3, {0, 1, 2}, 1, 0, 2},
+    };
+    for (unsigned mask = 2; mask <= 3; mask++) {
+        sim_discover_mask = mask;
+        exhaustive(c, sizeof(c) / sizeof(c[0]), 1);
+    }
+    for (unsigned mask = 1; mask <= 7; mask += 3) { /* random orders of 3 and 4 ranks */
+        sim_discover_mask = mask;
+        int w4[] = {0, 1, 2, 0}, w3[] = {0, 1, 1};
+        sample(3, 2, w3, 2, 1, mask, small() ? 50 : 600);
+        sample(4, 3, w4, 2, 1, mask, small() ? 50 : 600);
+    }
+    sim_discover_mask = 0;
+}
+
 static const cu_test tests[] = {
     {"count_mismatch", test_count_mismatch},
     {"duplicates", test_duplicates},
     {"data_order", test_data_order},
     {"eager_before", test_eager_before},
+    {"eager_before_dtype", test_eager_before_dtype},
     {"abort", test_abort},
     {"older_epoch", test_older_epoch},
     {"latecomer", test_latecomer},
     {"zero", test_zero},
+    {"discover", test_discover},
+    {"discover_small", test_discover_small},
+    {"discover_eager", test_discover_eager},
+    {"discover_sender", test_discover_sender},
+    {"discover_orders", test_discover_orders},
     {"exhaustive_2", test_exhaustive_2},
     {"exhaustive_3", test_exhaustive_3},
     {"deep", test_deep},

@@ -1533,6 +1533,36 @@ test_a2av_round_trip(void)
     CU_ASSERT_EQUAL(
         wire_a2av_reply_decode(&next, (const uint8_t *)sb.data, sb.size, err, sizeof(err)), -1);
     msgpack_sbuffer_destroy(&sb);
+    /* with the counts a discovering call received: decoded either way; with counts asked for,
+     * only exactly n non-negative ones */
+    int64_t got[3] = {0}, sent[3] = {4, 0, 9};
+    msgpack_sbuffer_init(&sb);
+    CU_ASSERT_EQUAL(wire_a2av_reply_encode_counts(&sb, 5, 3, sent), 0);
+    CU_ASSERT_EQUAL(wire_a2av_reply_decode_counts(&next, got, 3, (const uint8_t *)sb.data, sb.size,
+                                                  err, sizeof(err)),
+                    0);
+    CU_ASSERT_EQUAL(next, 5);
+    CU_ASSERT(got[0] == 4 && got[1] == 0 && got[2] == 9);
+    CU_ASSERT_EQUAL(
+        wire_a2av_reply_decode(&next, (const uint8_t *)sb.data, sb.size, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(wire_a2av_reply_decode_counts(&next, got, 2, (const uint8_t *)sb.data, sb.size,
+                                                  err, sizeof(err)),
+                    -1);
+    msgpack_sbuffer_destroy(&sb);
+    sent[1] = -1;
+    msgpack_sbuffer_init(&sb);
+    CU_ASSERT_EQUAL(wire_a2av_reply_encode_counts(&sb, 5, 3, sent), 0);
+    CU_ASSERT_EQUAL(wire_a2av_reply_decode_counts(&next, got, 3, (const uint8_t *)sb.data, sb.size,
+                                                  err, sizeof(err)),
+                    -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "negative"));
+    msgpack_sbuffer_destroy(&sb);
+    msgpack_sbuffer_init(&sb); /* [next] alone when counts are asked for */
+    CU_ASSERT_EQUAL(wire_a2av_reply_encode(&sb, 5), 0);
+    CU_ASSERT_EQUAL(wire_a2av_reply_decode_counts(&next, got, 3, (const uint8_t *)sb.data, sb.size,
+                                                  err, sizeof(err)),
+                    -1);
+    msgpack_sbuffer_destroy(&sb);
 }
 
 /* the job-facing bodies: job id (rank only), Hello and Attach replies, buffers, remote calls */
