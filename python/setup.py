@@ -66,7 +66,9 @@ setup(
     install_requires=["numpy"],
     extras_require={"torch": ["torch"]},
     ext_modules=[
+        # depends: a2a.h changed (a field added) rebuilds the module, never an old object
         Extension("a2a._core", ["a2a/_core.c"], include_dirs=[include_dir],
+                  depends=[os.path.join(include_dir, "a2a.h")],
                   library_dirs=[lib_dir], runtime_library_dirs=[lib_dir], libraries=["a2a"],
                   extra_compile_args=["-Wall", "-Wextra", "-O2"]),
     ],

@@ -413,10 +413,11 @@ disc_learn(op_op *op, op_call *c, int64_t s, int64_t count)
 static void pair_start(op_out *o, op_op *op, int64_t s, int64_t d);
 static void land_eager(op_out *o, op_op *op, op_call *c, int64_t s, uint8_t *bytes, int64_t count);
 
-/* disc_go sends READY with the real counts to the worker of every remote sender: the go for an
- * announced slice, the confirmation for an eager one. */
+/* readys sends READY for c to the worker of every remote source: the counts c expects, or
+ * (placed, count discovery) the counts its sources announced: the go for an announced slice,
+ * the confirmation for an eager one. Stops when op fails. */
 static void
-disc_go(op_out *o, op_op *op, op_call *c)
+readys(op_out *o, op_op *op, op_call *c, int placed)
 {
     op_group *g = op->g;
     for (size_t i = 0; i < g->env->nworkers && op->status == A2A_OK; i++) {
@@ -442,9 +443,18 @@ disc_go(op_out *o, op_op *op, op_call *c)
         for (size_t s = 0; s < g->n; s++)
             if (g->peer[s] == (int)i) {
                 a->f.srcs[a->f.n] = (int64_t)s;
-                a->f.counts[a->f.n++] = op->rx[PAIR(op, c->lidx, s)].count;
+                a->f.counts[a->f.n++] =
+                    placed ? op->rx[PAIR(op, c->lidx, s)].count : c->counts[2 * g->n + s];
             }
     }
+}
+
+/* disc_go sends READY with the real counts to the worker of every remote sender: the go for an
+ * announced slice, the confirmation for an eager one. */
+static void
+disc_go(op_out *o, op_op *op, op_call *c)
+{
+    readys(o, op, c, 1);
 }
 
 /*
@@ -702,33 +712,7 @@ op_landed(op_out *o, op_call *c, int64_t s, int rv)
 static void
 ready_out(op_out *o, op_op *op, op_call *c)
 {
-    op_group *g = op->g;
-    for (size_t i = 0; i < g->env->nworkers; i++) {
-        size_t k = 0;
-        for (size_t s = 0; s < g->n; s++)
-            k += g->peer[s] == (int)i;
-        if (k == 0)
-            continue;
-        frame f = frame_of(op, FRAME_READY);
-        f.dst = c->grank;
-        f.dtype = c->dtype;
-        op_act *a = send_frame(o, (int)i, op, &f);
-        if (a == NULL)
-            return;
-        if ((a->f.srcs = calloc(k, sizeof(int64_t))) == NULL ||
-            (a->f.counts = calloc(k, sizeof(int64_t))) == NULL) {
-            o->n--; /* the last action: take it back */
-            free(a->f.srcs);
-            free(a->f.counts);
-            op_fail(o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
-            return;
-        }
-        for (size_t s = 0; s < g->n; s++)
-            if (g->peer[s] == (int)i) {
-                a->f.srcs[a->f.n] = (int64_t)s;
-                a->f.counts[a->f.n++] = c->counts[2 * g->n + s];
-            }
-    }
+    readys(o, op, c, 0);
 }
 
 /* take_stash lands the eager slices that came for c before it. */
