@@ -199,11 +199,14 @@ sim_fini(sim *S)
                 free(S->q[w][b].m[i].payload);
             }
     }
-    for (size_t i = 0; i < S->n; i++)
+    for (size_t i = 0; i < S->n; i++) {
         for (size_t k = 0; k < S->K; k++) {
             free(S->r[i].sendbuf[k]);
             free(S->r[i].recvbuf[k]);
         }
+        if (S->r[i].asking) /* a run cut short (a state seen before) while it asked */
+            free(S->r[i].oc.ask_wait);
+    }
 }
 
 static void
