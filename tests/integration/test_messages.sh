@@ -96,7 +96,12 @@ echo "cluster: coordinator ${ports[0]}, w0 ${ports[1]}/${ports[2]}, w1 ${ports[3
 # rank 0 alone makes a call with a 10 s timeout, which waits at w0 for rank 1 (no job of rank 1
 # calls): a call in flight for the fault that follows
 pending() {
+    # rank 0's new job first, so that its first call is in at w0 before rank 1's comes: a first
+    # call that fails on w1's stale link (below) then fails for both, and both jobs' second
+    # calls meet (had rank 0's call come after that failure, a new job skips past it and the
+    # two jobs would stay one call apart)
     rank 0 "$dir/$1.warm0.log" --timeout 5000 calls 3
+    sleep 0.3
     rank 1 "$dir/$1.warm1.log" --timeout 5000 calls 3
     wait_pid "${rank_pids[0]}" 20 && wait_pid "${rank_pids[1]}" 20 ||
         fail "check $1: the first calls did not return"
