@@ -47,7 +47,7 @@ fuzz_header(const uint8_t *buf, size_t len, uint64_t payload_len)
         frame_fini(&a);
         return;
     }
-    CHECK(a.type >= FRAME_HELLO && a.type <= FRAME_WELCOME);
+    CHECK(a.type >= FRAME_HELLO && a.type <= FRAME_TYPE_MAX);
     CHECK((a.n == 0) == (a.srcs == NULL) && (a.n == 0) == (a.counts == NULL));
     CHECK(a.type == FRAME_READY || a.n == 0);
     msgpack_sbuffer_init(&sb);
