@@ -597,70 +597,7 @@ copy_local(engine *e, op_op *op, eng_pair p, uint8_t **buf)
     op_out_fini(&o);
 }
 
-/* call_wait copies c's local pairs and waits until c completes, fails or passes its deadline;
- * under e->mtx. */
-static void
-call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms, uint8_t **buf)
-{
-    op_op *op = c->oc.op;
-
-    while (op->status == A2A_OK && !op_call_done(&c->oc)) {
-        int64_t left = deadline - rpc_now_ms();
-        struct timespec ts;
-        if (c->ntodo > 0) {
-            copy_local(e, op, c->todo[--c->ntodo], buf);
-            continue;
-        }
-        if (left <= 0) {
-            op_out o;
-            op_out_init(&o);
-            op_deadline(&o, op, &c->oc, timeout_ms);
-            engine_run(e, &o);
-            op_out_fini(&o);
-            break;
-        }
-        clock_gettime(CLOCK_REALTIME, &ts);
-        left = left > 200 ? 200 : left;
-        ts.tv_nsec += (left % 1000) * 1000000;
-        ts.tv_sec += left / 1000 + ts.tv_nsec / 1000000000;
-        ts.tv_nsec %= 1000000000;
-        pthread_cond_timedwait(&c->cv, &e->mtx, &ts);
-    }
-}
-
-/* unpin_wait waits until no transfer touches c's memory. A transfer still going after c's
- * deadline (or, for a call that ended early, past now) plus ENGINE_PIN_GRACE_MS has its link
- * closed (link_release_call), so that a trickling peer cannot hold a call; under e->mtx. */
-static void
-unpin_wait(engine *e, eng_call *c, int64_t deadline)
-{
-    int64_t now = rpc_now_ms(), until = (deadline > now ? deadline : now) + ENGINE_PIN_GRACE_MS;
-    int released = 0;
-
-    while (c->pins > 0) {
-        struct timespec ts;
-        int64_t left = until - rpc_now_ms();
-        if (left <= 0 && !released) {
-            log_warn("operation %llu of group \"%s\": a link still moves bytes of rank %lld "
-                     "%d ms after the call ended: closing it",
-                     (unsigned long long)c->oc.num, c->oc.op->g->name, (long long)c->oc.grank,
-                     ENGINE_PIN_GRACE_MS);
-            link_release_call(e, c);
-            released = 1;
-        }
-        if (released) {
-            pthread_cond_wait(&c->cv, &e->mtx);
-            continue;
-        }
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (left % 1000) * 1000000;
-        ts.tv_sec += left / 1000 + ts.tv_nsec / 1000000000;
-        ts.tv_nsec %= 1000000000;
-        pthread_cond_timedwait(&c->cv, &e->mtx, &ts);
-    }
-}
-
-/* timed_wait waits on c->cv until at most until_ms (at most 200 ms at a time). */
+/* timed_wait waits on c->cv until at most until_ms (at most 200 ms at a time); under e->mtx. */
 static void
 timed_wait(engine *e, eng_call *c, int64_t until_ms)
 {
@@ -674,6 +611,56 @@ timed_wait(engine *e, eng_call *c, int64_t until_ms)
     ts.tv_sec += left / 1000 + ts.tv_nsec / 1000000000;
     ts.tv_nsec %= 1000000000;
     pthread_cond_timedwait(&c->cv, &e->mtx, &ts);
+}
+
+/* call_wait copies c's local pairs and waits until c completes, fails or passes its deadline;
+ * under e->mtx. */
+static void
+call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms, uint8_t **buf)
+{
+    op_op *op = c->oc.op;
+
+    while (op->status == A2A_OK && !op_call_done(&c->oc)) {
+        if (c->ntodo > 0) {
+            copy_local(e, op, c->todo[--c->ntodo], buf);
+            continue;
+        }
+        if (deadline - rpc_now_ms() <= 0) {
+            op_out o;
+            op_out_init(&o);
+            op_deadline(&o, op, &c->oc, timeout_ms);
+            engine_run(e, &o);
+            op_out_fini(&o);
+            break;
+        }
+        timed_wait(e, c, deadline);
+    }
+}
+
+/* unpin_wait waits until no transfer touches c's memory. A transfer still going after c's
+ * deadline (or, for a call that ended early, past now) plus ENGINE_PIN_GRACE_MS has its link
+ * closed (link_release_call), so that a trickling peer cannot hold a call; under e->mtx. */
+static void
+unpin_wait(engine *e, eng_call *c, int64_t deadline)
+{
+    int64_t now = rpc_now_ms(), until = (deadline > now ? deadline : now) + ENGINE_PIN_GRACE_MS;
+    int released = 0;
+
+    while (c->pins > 0) {
+        if (until - rpc_now_ms() <= 0 && !released) {
+            log_warn("operation %llu of group \"%s\": a link still moves bytes of rank %lld "
+                     "%d ms after the call ended: closing it",
+                     (unsigned long long)c->oc.num, c->oc.op->g->name, (long long)c->oc.grank,
+                     ENGINE_PIN_GRACE_MS);
+            link_release_call(e, c);
+            released = 1;
+        }
+        if (released) {
+            pthread_cond_wait(&c->cv, &e->mtx);
+            continue;
+        }
+        timed_wait(e, c, until);
+    }
 }
 
 /* ask_where asks the member workers where g is for c, a new job's first call (op_ask), and
@@ -731,8 +718,8 @@ ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout
         while (wait && op_get(g, *num, 0) == NULL && rpc_now_ms() < until && !e->stopping &&
                !g->retired)
             timed_wait(e, c, until);
-        if (wait && op_get(g, *num, 0) == NULL)
-            (*num)--; /* late to the operation they failed without us */
+        /* late to the operation they failed without us, when no frame of *num came */
+        *num = op_ask_take(g, &c->oc, *num, wait && op_get(g, *num, 0) == NULL);
     }
     if (g->retired && st == A2A_OK)
         st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE,
@@ -742,6 +729,48 @@ ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout
     (void)op_ask_end(g, &c->oc); /* may free g when it retired */
     op_out_fini(&o);
     return st;
+}
+
+/* orphans_fail fails every operation of g in which a call of group rank r (any rank: r < 0) is
+ * not done and its job is gone: the call's session is sess (closed), or, sess NULL, a new job of
+ * the rank called (keep, which a rank has one job at a time). The others must not complete with
+ * what the dead job sent, nor wait for the rest until their deadline: its replacement knows
+ * nothing of that operation and joins the one they go on to. Under e->mtx. */
+static void
+orphans_fail(engine *e, op_group *g, int64_t r, const xfer_sess *sess, const op_call *keep)
+{
+    op_out o;
+
+    op_out_init(&o);
+    for (op_op *op = g->ops; op != NULL; op = op->next) {
+        if (op->status != A2A_OK)
+            continue;
+        for (size_t i = 0; i < g->n; i++) {
+            op_call *oc = op->calls[i];
+            if (oc == NULL || oc == keep || oc->finished || op_call_done(oc) ||
+                (r >= 0 && (int64_t)i != r) || (sess != NULL && EC(oc)->sess != sess))
+                continue;
+            log_info("group \"%s\": the job of world rank %lld went away during operation %llu: "
+                     "failing it",
+                     g->name, (long long)g->world[i], (unsigned long long)op->num);
+            op_fail(&o, op, A2A_ERR_UNAVAILABLE, 1,
+                    "the job of group rank %zu (world rank %lld) on worker %s ended during "
+                    "operation %llu",
+                    i, (long long)g->world[i], e->self->name, (unsigned long long)op->num);
+            break;
+        }
+    }
+    engine_run(e, &o);
+    op_out_fini(&o);
+}
+
+void
+engine_sess_gone(engine *e, const xfer_sess *sess)
+{
+    pthread_mutex_lock(&e->mtx);
+    for (op_group *g = e->groups; g != NULL; g = g->next)
+        orphans_fail(e, g, -1, sess, NULL);
+    pthread_mutex_unlock(&e->mtx);
 }
 
 /* call_run numbers c (group_seq_begin), enters it into that operation of g, copies local pairs
@@ -771,8 +800,10 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
         engine_run(e, &o);
     }
     int64_t job_next = c->a->op_next;
-    if (job_next < 0 && !g->seq.known[l]) { /* a new job, and we know nothing of the rank */
+    if (job_next < 0) { /* a new job: where are the others? */
         uint64_t asked = 0;
+        if (g->seq.busy[l]) /* a call of the rank's previous job is still in an operation here */
+            orphans_fail(e, g, c->oc.grank, NULL, &c->oc);
         a2a_status ast = ask_where(e, g, c, deadline, timeout_ms, &asked, err, errlen);
         if (ast != A2A_OK) {
             op_out_fini(&o);

@@ -112,6 +112,12 @@ a2a_status engine_coordinator_call(engine *e, const char *method, const void *bo
                                    int64_t timeout_ms, uint8_t **reply, size_t *reply_len,
                                    char *err, size_t errlen);
 
+/* engine_sess_gone: the job of local session sess is gone (its connection closed); the
+ * operations its calls are in and not done with fail (UNAVAILABLE naming its rank) for every
+ * member, rather than complete with what it sent: its replacement knows nothing of them. */
+struct xfer_sess;
+void engine_sess_gone(engine *e, const struct xfer_sess *sess);
+
 /* engine_forget drops name from the group cache (after it was destroyed). */
 void engine_forget(engine *e, const char *name);
 

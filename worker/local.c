@@ -530,6 +530,7 @@ local_pipe_gone(void *arg, uint32_t pipe_id)
         if (x->remote && x->pipe_id == pipe_id) {
             log_info("remote session %llu (world rank %lld): its connection closed",
                      (unsigned long long)x->x.id, (long long)x->x.world_rank);
+            engine_sess_gone(s->e, &x->x); /* its calls in progress fail, for every member */
             if ((d = remote_done(s, x)) != NULL) {
                 d->next = dead;
                 dead = d;
@@ -959,8 +960,9 @@ local_release(local_sess *ls)
     local_srv *s = ls->srv;
 
     pthread_mutex_lock(&ls->x.mtx);
-    ls->x.closed = 1; /* no new calls; calls in progress finish on the mapped memory */
+    ls->x.closed = 1; /* no new calls */
     pthread_mutex_unlock(&ls->x.mtx);
+    engine_sess_gone(s->e, &ls->x); /* its calls in progress fail, for every member */
     pthread_mutex_lock(&s->mtx);
     if (ls->claimed)
         log_info("session %llu: process %lld let go of world rank %lld",

@@ -915,7 +915,8 @@ op_ask_number(const op_group *g, const op_call *c, int *wait)
 {
     int idle = 0;
     int64_t here = group_seq_where(&g->seq, &idle), n = c->ask_num;
-    if (!c->ask_heard) { /* the rank's first job: its first call is operation 0 */
+    int known = c->lidx >= 0 && (size_t)c->lidx < g->nlocal && g->seq.known[c->lidx];
+    if (!c->ask_heard && !known) { /* the rank's first job: its first call is operation 0 */
         *wait = 0;
         return 0;
     }
@@ -929,6 +930,21 @@ op_ask_number(const op_group *g, const op_call *c, int *wait)
         n = here;
     *wait = *wait && n > 0;
     return n > 0 ? (uint64_t)n : 0;
+}
+
+uint64_t
+op_ask_take(const op_group *g, const op_call *c, uint64_t n, int late)
+{
+    const group_seq *gs = &g->seq;
+    size_t l = (size_t)c->lidx;
+
+    if (late && n > 0)
+        n--;
+    /* the numbers an earlier job of the rank took here are its own, unless that operation
+     * failed: then this call is its latecomer and gets the failure, as the others did */
+    if (l < gs->nlocal && gs->known[l] && n < gs->next[l] && group_seq_failed(gs, n) == NULL)
+        n = gs->next[l];
+    return n;
 }
 
 int

@@ -251,10 +251,12 @@ void op_copied(op_out *o, op_op *op, int64_t s, int64_t d, int rv, int wr);
 int op_call_done(const op_call *c);
 
 /*
- * Asking where the group is. The first call of a new job on a rank this worker knows no
- * number of (the worker started, or restarted, since that rank's last call) has nothing to
- * number it by: guessing 0 would put it one or more operations away from the others' calls,
- * and ranks that retry in lockstep would stay apart. It asks every member worker instead
+ * Asking where the group is. The first call of a new job on a rank has no number of its own.
+ * On a worker that knows no number of the rank (it started, or restarted, since that rank's
+ * last call), guessing 0 would put it one or more operations away from the others' calls, and
+ * ranks that retry in lockstep would stay apart; on one that does, the rank's next number there
+ * may be past the operation the others are still in (it failed here, as they will), or before
+ * the one they went on to. It asks every member worker instead
  * (FRAME_WHERE) and takes the highest of their answers (FRAME_HERE, group_seq_where) and its
  * own. op_ask starts that for c (lidx set, not numbered yet): 0 when no other worker hosts a
  * member (number it now, by op_ask_number), 1 when asking (OPA_WAKE on c when the last
@@ -275,6 +277,10 @@ void op_ask_fail(op_out *o, op_call *c, a2a_status st, const char *msg);
  * 1), which the others failed without it while they wait for it outside a2a.
  */
 uint64_t op_ask_number(const op_group *g, const op_call *c, int *wait);
+/* op_ask_take returns the number c takes: n from op_ask_number, less one when late (the
+ * patience above ran out without a frame of n). Never a number an earlier job of the rank took
+ * here, unless that operation failed: the call is then its latecomer, as the others were. */
+uint64_t op_ask_take(const op_group *g, const op_call *c, uint64_t n, int late);
 /* op_ask_end takes c out of g's asks (once its ask ended, or to give up); 1 when g itself was
  * freed (retired, nothing left in it). */
 int op_ask_end(op_group *g, op_call *c);

@@ -397,15 +397,16 @@ arrive(sim *S, int i)
                 R->asking = 1;
                 return;
             }
-            job_next = (int64_t)t;
+            job_next = (int64_t)op_ask_take(g, &R->oc, t, 0);
         } else { /* the others' frames came, or (stuck_calls) patience ran out */
-            job_next = (int64_t)R->patient_num - (op_get(g, R->patient_num, 0) == NULL);
+            job_next = (int64_t)op_ask_take(g, &R->oc, R->patient_num,
+                                            op_get(g, R->patient_num, 0) == NULL);
             R->patient = 0;
         }
         (void)op_ask_end(g, &R->oc);
     } else {
         k = R->k++;
-        if (job_next < 0 && !g->seq.known[l]) { /* engine.c's ask_where */
+        if (job_next < 0) { /* engine.c's ask_where */
             int r;
             memset(&R->oc, 0, sizeof(R->oc));
             R->oc.grank = i;
@@ -421,7 +422,8 @@ arrive(sim *S, int i)
                 return;
             }
             int wait = 0;
-            job_next = (int64_t)op_ask_number(g, &R->oc, &wait); /* wait: none to wait for */
+            job_next = (int64_t)op_ask_take(g, &R->oc, op_ask_number(g, &R->oc, &wait), 0);
+            /* wait: none to wait for */
         }
     }
     uint64_t num = group_seq_begin(&g->seq, l, job_next, R->job_failed);
