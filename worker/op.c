@@ -938,11 +938,18 @@ op_ask_take(const op_group *g, const op_call *c, uint64_t n, int late)
     const group_seq *gs = &g->seq;
     size_t l = (size_t)c->lidx;
 
-    if (late && n > 0)
+    int known = l < gs->nlocal && gs->known[l];
+
+    /* late to n - 1: only when the rank was in it here (its earlier job's call failed with the
+     * others': a lockstep replacement redoes that round), or when this worker knows nothing of
+     * the rank. An operation n - 1 that failed here without the rank (its earlier job was gone
+     * before it) is one the others went on from; a new job of theirs may well be patient for n
+     * too, and two new jobs must take the same number. */
+    if (late && n > 0 && (!known || gs->next[l] >= n))
         n--;
     /* the numbers an earlier job of the rank took here are its own, unless that operation
      * failed: then this call is its latecomer and gets the failure, as the others did */
-    if (l < gs->nlocal && gs->known[l] && n < gs->next[l] && group_seq_failed(gs, n) == NULL)
+    if (known && n < gs->next[l] && group_seq_failed(gs, n) == NULL)
         n = gs->next[l];
     return n;
 }

@@ -27,6 +27,30 @@ pick_ports() {
     done
 }
 
+# two_workers RANKS [GROUP]: writes $cfg: the coordinator and workers w0 and w1 of RANKS ranks
+# each on ${ports[0..4]}, sockets in $dir, and, given GROUP, a group of that name of every world
+# rank (the YAML most fault tests start from: their write_config calls it).
+two_workers() {
+    local w
+    {
+        echo "coordinator:"
+        echo "  url: tcp://127.0.0.1:${ports[0]}"
+        echo "workers:"
+        for w in 0 1; do
+            echo "  - name: w$w"
+            echo "    url: tcp://127.0.0.1:${ports[1 + 2 * w]}"
+            echo "    data_url: tcp://127.0.0.1:${ports[2 + 2 * w]}"
+            echo "    socket: $dir/w$w.sock"
+            echo "    ranks: $1"
+        done
+        if [ -n "${2:-}" ]; then
+            echo "groups:"
+            echo "  - name: $2"
+            echo "    ranks: [$(seq -s ', ' 0 $((2 * $1 - 1)))]"
+        fi
+    } >"$cfg"
+}
+
 # show_service_logs [LINES]: the last LINES (30) lines of the services' logs (not the jobs').
 show_service_logs() {
     local f n=${1:-30}

@@ -37,6 +37,14 @@ add_test(NAME integration.resync
 set_tests_properties(integration.resync PROPERTIES TIMEOUT 120 LABELS "integration;faults"
   FAIL_REGULAR_EXPRESSION "FAIL")
 
+# a job killed in the middle of a call: its operation fails for every member at once, naming
+# the rank (not OK with the dead job's slices), and its replacement joins the next call
+add_test(NAME integration.job_death
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_job_death.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.job_death PROPERTIES TIMEOUT 120 LABELS "integration;faults"
+  FAIL_REGULAR_EXPRESSION "FAIL")
+
 # every path from a job to its worker (channel, socket, TCP) carries the job's operation
 # numbers both ways (the socket and TCP replies lost them before)
 add_test(NAME integration.opnum

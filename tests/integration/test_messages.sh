@@ -41,26 +41,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
 
-write_config() {
-    cat >"$cfg" <<EOF
-coordinator:
-  url: tcp://127.0.0.1:${ports[0]}
-workers:
-  - name: w0
-    url: tcp://127.0.0.1:${ports[1]}
-    data_url: tcp://127.0.0.1:${ports[2]}
-    socket: $dir/w0.sock
-    ranks: 1
-  - name: w1
-    url: tcp://127.0.0.1:${ports[3]}
-    data_url: tcp://127.0.0.1:${ports[4]}
-    socket: $dir/w1.sock
-    ranks: 1
-groups:
-  - name: m
-    ranks: [0, 1]
-EOF
-}
+write_config() { two_workers 1 m; }
 api() { echo "tcp://127.0.0.1:${ports[1 + 2 * $1]}"; }
 data() { echo "tcp://127.0.0.1:${ports[2 + 2 * $1]}"; }
 passed=0
@@ -96,18 +77,24 @@ echo "cluster: coordinator ${ports[0]}, w0 ${ports[1]}/${ports[2]}, w1 ${ports[3
 # rank 0 alone makes a call with a 10 s timeout, which waits at w0 for rank 1 (no job of rank 1
 # calls): a call in flight for the fault that follows
 pending() {
-    # rank 0's new job first, so that its first call is in at w0 before rank 1's comes: a first
-    # call that fails on w1's stale link (below) then fails for both, and both jobs' second
-    # calls meet (had rank 0's call come after that failure, a new job skips past it and the
-    # two jobs would stay one call apart)
-    rank 0 "$dir/$1.warm0.log" --timeout 5000 calls 3
-    sleep 0.3
-    rank 1 "$dir/$1.warm1.log" --timeout 5000 calls 3
-    wait_pid "${rank_pids[0]}" 20 && wait_pid "${rank_pids[1]}" 20 ||
-        fail "check $1: the first calls did not return"
-    # (the first may fail: after check d, w1's old link to w0 is found reset on its first write)
-    grep -q "call 2 status=OK data=ok" "$dir/$1.warm0.log" && grep -q "call 2 status=OK data=ok" "$dir/$1.warm1.log" ||
-        fail "check $1: the third of the first calls was not OK: $(cat "$dir/$1.warm0.log" "$dir/$1.warm1.log")"
+    local attempt
+    # the warm-up: 3 calls of a new job of each rank, the third OK on both. The first may fail
+    # (after check d, w1's old link to w0 is found stale on its first write); when rank 0's
+    # first call fails alone before rank 1's comes, rank 1's new job joins rank 0's next call
+    # and the two jobs stay one call apart (the open new-jobs race, docs/RELIABILITY.md
+    # finding 1): then the warm-up starts over with new jobs, which meet
+    for attempt in 1 2 3; do
+        rank 0 "$dir/$1.warm0.log" --timeout 5000 calls 3
+        sleep 0.3
+        rank 1 "$dir/$1.warm1.log" --timeout 5000 calls 3
+        wait_pid "${rank_pids[0]}" 20 && wait_pid "${rank_pids[1]}" 20 ||
+            fail "check $1: the first calls did not return"
+        grep -q "call 2 status=OK data=ok" "$dir/$1.warm0.log" &&
+            grep -q "call 2 status=OK data=ok" "$dir/$1.warm1.log" && break
+        echo "check $1: warm-up $attempt: the third of the first calls was not OK on both ranks:"
+        cut -c1-200 "$dir/$1.warm0.log" "$dir/$1.warm1.log"
+        ((attempt < 3)) || fail "check $1: the third of the first calls was not OK in 3 warm-ups"
+    done
     rank 0 "$dir/$1.0.log" --timeout 10000 calls 1
     sleep 1
 }

@@ -31,26 +31,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
 
-write_config() {
-    cat >"$cfg" <<EOF
-coordinator:
-  url: tcp://127.0.0.1:${ports[0]}
-workers:
-  - name: w0
-    url: tcp://127.0.0.1:${ports[1]}
-    data_url: tcp://127.0.0.1:${ports[2]}
-    socket: $dir/w0.sock
-    ranks: 1
-  - name: w1
-    url: tcp://127.0.0.1:${ports[3]}
-    data_url: tcp://127.0.0.1:${ports[4]}
-    socket: $dir/w1.sock
-    ranks: 1
-groups:
-  - name: m
-    ranks: [0, 1]
-EOF
-}
+write_config() { two_workers 1 m; }
 api() { echo "tcp://127.0.0.1:${ports[1 + 2 * $1]}"; }
 data() { echo "tcp://127.0.0.1:${ports[2 + 2 * $1]}"; }
 passed=0
