@@ -20,74 +20,12 @@ rank_pids=()
 trap services_cleanup EXIT
 trap 'exit 130' INT TERM
 
-fail() {
-    echo "FAIL: $*"
-    for r in 0 1 2 3; do sed "s/^/rank $r: /" "$dir/nb$r.log" 2>/dev/null | tail -8; done
-    show_logs 40
-    exit 1
-}
+# shellcheck source=cluster.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cluster.sh" # fail, start_cluster, start_worker
 
 export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
-# port_busy PORT: something accepts connections on it.
-port_busy() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
-# pick_ports: five ports from 20000 + (pid + attempt) % 20000 on that nobody answers.
-pick_ports() {
-    local base=$((20000 + ($$ * 7 + $1 * 101 + RANDOM) % 20000)) p
-    ports=()
-    for ((p = base; ${#ports[@]} < 5 && p < 65000; p++)); do
-        port_busy "$p" || ports+=("$p")
-    done
-}
-
-write_config() {
-    cat >"$cfg" <<EOF
-coordinator:
-  url: tcp://127.0.0.1:${ports[0]}
-workers:
-  - name: w0
-    url: tcp://127.0.0.1:${ports[1]}
-    data_url: tcp://127.0.0.1:${ports[2]}
-    socket: $dir/w0.sock
-    ranks: 2
-  - name: w1
-    url: tcp://127.0.0.1:${ports[3]}
-    data_url: tcp://127.0.0.1:${ports[4]}
-    socket: $dir/w1.sock
-    ranks: 2
-EOF
-}
-
-# start, wait_listening
-
-start_worker() { # NAME
-    start "$1" "$dir/$1.log" "$worker_bin" --config "$cfg" --name "$1"
-}
-
-start_cluster() {
-    local attempt
-    for ((attempt = 0; attempt < 5; attempt++)); do
-        pick_ports "$attempt"
-        write_config
-        rm -f "$dir"/coordinator.log "$dir"/w0.log "$dir"/w1.log
-        start coordinator "$dir/coordinator.log" "$coord_bin" --config "$cfg"
-        if wait_listening coordinator "$dir/coordinator.log"; then
-            start_worker w0
-            start_worker w1
-            if wait_listening w0 "$dir/w0.log" && wait_listening w1 "$dir/w1.log"; then
-                return 0
-            fi
-        fi
-        echo "attempt $attempt: the cluster did not start (a port taken?), trying other ports"
-        show_logs 40
-        for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null; done
-        wait 2>/dev/null
-        pid=()
-    done
-    fail "the cluster did not start in 5 attempts"
-}
+write_config() { two_workers 2; }
 
 # run_ranks LOGPREFIX ARGS...: starts world ranks 0..3 of exchange_check ARGS.
 run_ranks() {
@@ -125,7 +63,7 @@ wait_ranks() {
     return $ok
 }
 
-start_cluster
+start_cluster 5 w0 w1
 echo "cluster: coordinator ${ports[0]}, w0 ${ports[1]}/${ports[2]}, w1 ${ports[3]}/${ports[4]}"
 export NB_GATE=$dir/gate
 run_ranks nb kill
