@@ -44,6 +44,11 @@ add_test(NAME integration.job_death
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
 set_tests_properties(integration.job_death PROPERTIES TIMEOUT 120 LABELS "integration;faults"
   FAIL_REGULAR_EXPRESSION "FAIL")
+add_test(NAME integration.job_death.remote
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_job_death.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.job_death.remote PROPERTIES TIMEOUT 120 LABELS "integration;faults"
+  FAIL_REGULAR_EXPRESSION "FAIL" ENVIRONMENT "A2A_JOB_MODE=remote")
 
 # every path from a job to its worker (channel, socket, TCP) carries the job's operation
 # numbers both ways (the socket and TCP replies lost them before)

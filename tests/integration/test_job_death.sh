@@ -2,6 +2,7 @@
 # test_job_death.sh - a job killed in the middle of a call (integration.job_death).
 #
 # usage: test_job_death.sh A2A_COORDINATOR A2A_WORKER SEQCHECK
+# (A2A_JOB_MODE=remote: the jobs' slices go over TCP, a remote session; integration.job_death.remote)
 #
 # Group m = world ranks 0 (w0) and 1 (w1). Rank 0's job serves calls told over a fifo and lives
 # through the test; rank 1's job makes one call, which waits for rank 0 (its eager slice has
@@ -105,6 +106,11 @@ while ! grep -q "job of world rank 1 went away during operation 1" "$dir/w1.log"
     sleep 0.05
 done
 ok "check a: w1: $(grep -o -m1 'the job of world rank 1 went away during operation 1.*' "$dir/w1.log")"
+if [ "${A2A_JOB_MODE:-}" = remote ]; then # the job's slices went over TCP: a remote session
+    grep -q "remote session [0-9]* (world rank 1): its connection closed" "$dir/w1.log" ||
+        fail "check a: A2A_JOB_MODE=remote, but w1 had no remote session of rank 1 that closed"
+    ok "check a: it was a remote session (A2A_JOB_MODE=remote)"
+fi
 serve 1 || fail "check a: rank 0's call 1 did not return"
 line=$(r0_call 1)
 t1=$(date +%s%N)
