@@ -4,9 +4,10 @@
  *
  * Input: a configuration byte (group shape, calls, faults allowed), then steps: a byte below
  * 0xe0 picks one of the enabled events (arrivals, deliveries, chunks, copies, returns,
- * deadlines, lost links, worker restarts); 0xe0 and above injects a frame no worker sent,
- * built from the next bytes and passed through the real frame codec first, so that only
- * well-formed frames reach the machine (what the link's decoder lets through): any type, any
+ * deadlines, lost links, worker restarts, and with an odd number of faults one job kill: a
+ * rank's job dying anywhere, its replacement's first call asking); 0xe0 and above injects a frame
+ * no worker sent, built from the next bytes and passed through the real frame codec first, so that
+ * only well-formed frames reach the machine (what the link's decoder lets through): any type, any
  * operation, epoch, ranks, counts, offsets, payloads. Checked: no crash or sanitizer report,
  * every call returns exactly once, counters stay in range, and while no hostile frame was
  * injected, every OK call received exactly its operation's data.
@@ -142,6 +143,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (S == NULL && (S = malloc(sizeof(*S))) == NULL)
         abort();
     sim_init(S, sizes[shape], workers[shape], shapes[shape], K, faults, cfg >> 6);
+    S->kills = faults & 1;
     while (steps++ < MAXSTEPS && S->err[0] == '\0') {
         size_t ne = enabled(S, ev), progress = 0;
         for (size_t i = 0; i < ne; i++)

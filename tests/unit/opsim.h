@@ -4,6 +4,20 @@
  * names its operation, sender, receiver and index. Used by tests/unit/test_op.c (every order
  * of events) and tests/fuzz/fuzz_op.c (orders and hostile frames chosen by the fuzzer).
  * Static functions only: include it once per program.
+ *
+ * Job kills (sim.kills, EV_JOBKILL) model engine.c: a rank's job dies in a call, asking or
+ * between calls; its call thread goes on in the worker as a "ghost" (slot n + i of S->r, with
+ * the dead job's buffers, which the worker keeps mapped) whose result nobody sees, until the
+ * worker sees the session close (EV_GONE: engine_sess_gone, orphans_fail) or the rank's new
+ * job calls while the ghost is still in an operation (call_run: orphans_fail of that rank);
+ * either fails, for every member, the operations the ghost is in and not done with. The new
+ * job's first call has no number and asks (op_ask). In lockstep the new job first reads the
+ * barrier (EV_JOBSTART: seqcheck.c's lockstep_mode, the highest round any member's file says),
+ * before or after the others leave the dead job's round (can_jobstart), and the data names the
+ * round as well as the operation. Also checked: a ghost never enters an operation, nor completes
+ * one it was not done with, after its worker saw the job gone; no rank is twice in one
+ * operation. sim_kill_asking and sim_early_read (off by default) widen the model to cases
+ * test_op.c describes.
  */
 #ifndef A2A_TESTS_OPSIM_H
 #define A2A_TESTS_OPSIM_H
@@ -35,6 +49,7 @@ typedef struct {
 
 typedef struct {
     int w;      /* its worker */
+    int id;     /* its group rank */
     op_call oc; /* in the machine while in a call */
     int64_t counts[MAXK][4 * MAXN];
     int64_t *sendbuf[MAXK], *recvbuf[MAXK];
@@ -52,11 +67,22 @@ typedef struct {
     int returned[MAXK];
     int64_t todo[MAXN][2];
     size_t ntodo;
+    /* job kills (EV_JOBKILL): a slot of S->r past n is the call thread of a dead job, which
+     * goes on in the worker as the engine's does (a ghost: nobody sees its results) */
+    int ghost;        /* this slot holds a dead job's call (in a call or asking) */
+    int sess_open;    /* its job died, the worker has not seen its session close (EV_GONE) */
+    int nojob;        /* lockstep: its job died, the replacement has not read the barrier */
+    int64_t file;     /* lockstep, nojob: the round the dead job's barrier file says */
+    int killed[MAXK]; /* its job died in this call (or the replacement skipped the round) */
+    int dead_in;      /* its dead job died in a call (or asking) */
+    int seen;         /* a ghost: its worker knows the job is gone (EV_GONE, or a new job called) */
+    int seen_done;    /* a ghost: its call was done then (every pair of it) */
+    int dead_st;      /* 1 + the status its dead job's call ended with (0: not yet) */
 } rank;
 
 typedef struct {
     int64_t s, d;
-    int rank; /* the sender */
+    int rank; /* the sender's slot in S->r (a dead job's call: past n) */
     int peer;
     uint64_t off, len, sent;
     int live;
@@ -69,11 +95,13 @@ typedef struct {
     op_env env[MAXW];
     const char *names[MAXW];
     queue q[MAXW][MAXW]; /* q[a][b]: a -> b */
-    rank r[MAXN];
+    rank r[2 * MAXN];    /* the ranks' jobs; r[n + i]: rank i's dead job's call (ghost) */
     stream st[MAXW][64];
     size_t nst[MAXW];
     int faults;         /* faults allowed in this run */
     int faulted;        /* faults that happened */
+    int kills;          /* job kills allowed in this run (EV_JOBKILL; not in faults) */
+    int killed;         /* job kills that happened */
     int hostile;        /* frames no worker sent were delivered (fuzz_op.c): data is unchecked */
     int restarts[MAXW]; /* times each worker restarted (its incarnation) */
     int lockstep;       /* ranks call round k only when every rank returned from round k - 1, faults
@@ -82,12 +110,20 @@ typedef struct {
 } sim;
 
 static const char *wnames[MAXW] = {"w0", "w1", "w2"};
-static int sim_lockstep; /* the next sims are in lockstep (sim.lockstep) */
+static int sim_lockstep;    /* the next sims are in lockstep (sim.lockstep) */
+static int sim_jobkills;    /* job kills allowed in the next sims (sim.kills) */
+static int sim_kill_asking; /* a job may die while its first call asks (engine.c: see test_op.c) */
+/* lockstep: a replacement may read the barrier while the others are still in the round its
+ * dead job was in, even when that round's operation may still complete (see can_jobstart) */
+static int sim_early_read = 0;
 
+/* elem: element i of s's slice to d in operation num, round k (lockstep: the round is what the
+ * application sees, so it is in the data too; elsewhere call indices mean nothing to others) */
 static int64_t
-elem(uint64_t num, int64_t s, int64_t d, int64_t i)
+elem(const sim *S, uint64_t num, int k, int64_t s, int64_t d, int64_t i)
 {
-    return (int64_t)((num << 40) | ((uint64_t)s << 32) | ((uint64_t)d << 24) | (uint64_t)i);
+    uint64_t round = S->lockstep ? (uint64_t)k << 16 : 0;
+    return (int64_t)((num << 40) | ((uint64_t)s << 32) | ((uint64_t)d << 24) | round | (uint64_t)i);
 }
 
 static void bad(sim *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -122,6 +158,7 @@ sim_init(sim *S, size_t n, size_t nw, const int *where, size_t K, int faults, un
     S->nw = nw;
     S->K = K;
     S->faults = faults;
+    S->kills = sim_jobkills;
     S->lockstep = sim_lockstep;
     for (size_t w = 0; w < nw; w++)
         S->names[w] = wnames[w];
@@ -151,6 +188,7 @@ sim_init(sim *S, size_t n, size_t nw, const int *where, size_t K, int faults, un
         rank *R = &S->r[i];
         S->where[i] = where[i];
         R->w = where[i];
+        R->id = (int)i;
         R->job_next = -1;
         for (size_t k = 0; k < K; k++) {
             int64_t *c = R->counts[k], sl = 0, rl = 0;
@@ -199,7 +237,9 @@ sim_fini(sim *S)
                 free(S->q[w][b].m[i].payload);
             }
     }
-    for (size_t i = 0; i < S->n; i++) {
+    for (size_t i = 0; i < 2 * S->n; i++) {
+        if (i >= S->n && !S->r[i].ghost)
+            continue;
         for (size_t k = 0; k < S->K; k++) {
             free(S->r[i].sendbuf[k]);
             free(S->r[i].recvbuf[k]);
@@ -239,8 +279,8 @@ enqueue(sim *S, int from, int to, const frame *f, const uint8_t *payload, size_t
 static rank *
 rank_of(sim *S, const op_call *c)
 {
-    for (size_t i = 0; i < S->n; i++)
-        if (&S->r[i].oc == c)
+    for (size_t i = 0; i < 2 * S->n; i++)
+        if (&S->r[i].oc == c && (i < S->n || S->r[i].ghost))
             return &S->r[i];
     return NULL;
 }
@@ -258,7 +298,7 @@ run(sim *S, int w, op_out *o)
             stream *st = &S->st[w][S->nst[w]++];
             *st = (stream){.s = a.s,
                            .d = a.d,
-                           .rank = (int)a.s,
+                           .rank = (int)(R - S->r), /* its slot */
                            .peer = a.peer,
                            .off = a.off,
                            .len = a.len,
@@ -303,16 +343,54 @@ typedef enum {
     EV_CHUNK,
     EV_COPY,
     EV_RETURN,
-    EV_DEADLINE,
+    EV_GONE,     /* a dead job's worker sees its session close (engine_sess_gone) */
+    EV_JOBSTART, /* lockstep: a dead job's replacement reads the barrier */
+    EV_DEADLINE, /* the faults: from here on */
     EV_LOSS,
     EV_RESTART,
-    EV_DOWN /* a restart after which what was queued for the worker is lost too (it was down) */
+    EV_DOWN,   /* a restart after which what was queued for the worker is lost too (it was down) */
+    EV_JOBKILL /* a rank's job dies (anywhere: in a call, asking, between calls) */
 } ev_type;
 
 typedef struct {
     ev_type type;
-    int a, b; /* rank; or link a -> b; or worker a, stream b */
+    int a,
+        b; /* rank (its slot: past n, a dead job's call); or link a -> b; or worker a, stream b */
 } event;
+
+/* file_of: the round lockstep rank i's barrier file says (seqcheck.c: the round it is in, or
+ * the next one once it returned) */
+static int64_t
+file_of(const sim *S, size_t i)
+{
+    const rank *R = &S->r[i];
+    if (R->nojob)
+        return R->file;
+    return R->k - (R->in_call || R->asking ? 1 : 0);
+}
+
+/* can_jobstart: lockstep, rank i's replacement may read the barrier now. It begins at the
+ * highest round the members' files say: after the others returned from the round its dead job
+ * was in, the next one; before, that round again. The latter is safe only when that round
+ * fails for everyone: a rank that returns OK from it will not call it again, and the
+ * replacement, doing it again alone, waits for its deadline (seqcheck.c does the same; the
+ * ranks then stay one operation apart, see sim_early_read). So while another rank is not past
+ * that round, the replacement reads the barrier only once that rank's call of it failed. */
+static int
+can_jobstart(const sim *S, size_t i)
+{
+    const rank *R = &S->r[i];
+    if (sim_early_read || !R->dead_in)
+        return 1;
+    for (size_t j = 0; j < S->n; j++) {
+        const rank *Q = &S->r[j];
+        if (j == i || file_of(S, j) > R->file) /* past it */
+            continue;
+        if (!Q->in_call || Q->oc.op->status == A2A_OK)
+            return 0;
+    }
+    return 1;
+}
 
 static int
 can_return(const rank *R)
@@ -325,16 +403,21 @@ static size_t
 enabled(const sim *S, event *ev)
 {
     size_t n = 0;
-    for (size_t i = 0; i < S->n; i++) {
+    for (size_t i = 0; i < 2 * S->n; i++) {
         const rank *R = &S->r[i];
         int barrier = 0; /* lockstep: a rank is still in an earlier round, or in this one */
-        for (size_t j = 0; S->lockstep && !R->asking && j < S->n; j++)
-            barrier |=
-                S->r[j].k < R->k || (S->r[j].k == R->k && (S->r[j].in_call || S->r[j].asking));
-        if (!R->in_call &&
+        if (i >= S->n && !R->ghost)
+            continue;
+        for (size_t j = 0; S->lockstep && !R->asking && i < S->n && j < S->n; j++)
+            barrier |= file_of(S, j) < R->k;
+        if (R->nojob && can_jobstart(S, i))
+            ev[n++] = (event){EV_JOBSTART, (int)i, 0};
+        if (R->sess_open)
+            ev[n++] = (event){EV_GONE, (int)i, 0};
+        if (!R->in_call && !R->nojob &&
             (R->asking
                  ? !R->oc.asking && (!R->patient || op_get(S->g[R->w], R->patient_num, 0) != NULL)
-                 : (size_t)R->k < S->K && !barrier))
+                 : i < S->n && (size_t)R->k < S->K && !barrier))
             ev[n++] = (event){EV_ARRIVE, (int)i, 0}; /* a call, or the end of its ask */
         if (R->in_call && R->ntodo > 0 && R->oc.op->status == A2A_OK)
             ev[n++] = (event){EV_COPY, (int)i, 0};
@@ -366,7 +449,161 @@ enabled(const sim *S, event *ev)
         for (size_t w = 0; S->lockstep && w < S->nw; w++)
             ev[n++] = (event){EV_DOWN, (int)w, 0};
     }
+    for (size_t i = 0; S->killed < S->kills && !late && i < S->n; i++) {
+        const rank *R = &S->r[i];
+        if (!R->nojob && !R->sess_open && !S->r[S->n + i].ghost &&
+            (R->in_call || (R->asking && sim_kill_asking) || (!R->asking && (size_t)R->k < S->K)))
+            ev[n++] = (event){EV_JOBKILL, (int)i, 0};
+    }
     return n;
+}
+
+/* ---- job kills: what engine.c does when a job dies (orphans_fail, engine_sess_gone) ---- */
+
+/* orphans_fail: engine.c's, on worker w: every operation in which a call of group rank r (any:
+ * r < 0) is not done fails, for every member; dead: only the calls of the dead job's session
+ * (ghosts), else every call of rank r but keep (a new job of the rank called). */
+static void
+orphans_fail(sim *S, int w, int64_t r, int dead, const op_call *keep)
+{
+    op_group *g = S->g[w];
+    op_out o;
+
+    op_out_init(&o);
+    for (op_op *op = g->ops; op != NULL; op = op->next) {
+        if (op->status != A2A_OK)
+            continue;
+        for (size_t i = 0; i < g->n; i++) {
+            op_call *oc = op->calls[i];
+            const rank *C = oc != NULL ? rank_of(S, oc) : NULL;
+            if (oc == NULL || oc == keep || oc->finished || op_call_done(oc) ||
+                (r >= 0 && (int64_t)i != r) || (dead && (C == NULL || !C->ghost)))
+                continue;
+            if (getenv("OP_TRACE"))
+                fprintf(stderr, "    -> w%d fails operation %llu: rank %zu's job is gone\n", w,
+                        (unsigned long long)op->num, i);
+            op_fail(&o, op, A2A_ERR_UNAVAILABLE, 1,
+                    "the job of group rank %zu on worker w%d ended during operation %llu", i, w,
+                    (unsigned long long)op->num);
+            break;
+        }
+    }
+    run(S, w, &o);
+    op_out_fini(&o);
+}
+
+/* ghost_sweep frees the slots of dead jobs' calls that ended (returned, asked in vain) */
+static void
+ghost_sweep(sim *S)
+{
+    for (size_t i = S->n; i < 2 * S->n; i++) {
+        rank *G = &S->r[i];
+        if (!G->ghost || G->in_call || G->asking)
+            continue;
+        for (size_t k = 0; k < S->K; k++) {
+            free(G->sendbuf[k]);
+            free(G->recvbuf[k]);
+        }
+        memset(G, 0, sizeof(*G));
+    }
+}
+
+/* jobkill: rank i's job dies. Its call (in one, or asking) goes on in its worker as a ghost in
+ * slot n + i, with the job's memory (the worker keeps it mapped while a call uses it), until
+ * the worker sees the session close (EV_GONE) or a new job of the rank calls; nobody sees its
+ * result. The rank gets a new job: its first call has no number (job_next -1); in lockstep it
+ * first reads the barrier (EV_JOBSTART). */
+static void
+jobkill(sim *S, int i)
+{
+    rank *R = &S->r[i];
+    int was = R->in_call || R->asking;
+
+    S->killed++;
+    R->sess_open = 1;
+    if (was) {
+        rank *G = &S->r[S->n + (size_t)i];
+        int k = R->k - 1;
+        op_group *g = S->g[R->w];
+        *G = *R; /* its buffers go with it; the new job has its own */
+        G->ghost = 1;
+        G->sess_open = 0;
+        for (size_t c = 0; c < S->K; c++) {
+            R->sendbuf[c] = calloc((size_t)R->send_len[c] + 1, sizeof(int64_t));
+            R->recvbuf[c] = calloc((size_t)R->recv_len[c] + 1, sizeof(int64_t));
+        }
+        if (G->in_call) {
+            G->oc.counts = G->counts[k];
+            G->oc.pre = (const uint8_t *)G->sendbuf[k];
+            G->oc.pre_at = G->pre_at;
+            if (G->oc.op->calls[i] != &R->oc)
+                bad(S, "rank %d's call is not in its operation", i);
+            G->oc.op->calls[i] = &G->oc;
+            for (size_t j = 0; j < S->nst[R->w]; j++)
+                if (S->st[R->w][j].rank == i)
+                    S->st[R->w][j].rank = (int)S->n + i;
+        } else {
+            for (op_call **pp = &g->asks; *pp != NULL; pp = &(*pp)->ask_next)
+                if (*pp == &R->oc) {
+                    *pp = &G->oc;
+                    break;
+                }
+        }
+        R->killed[k] = 1;
+    }
+    R->dead_in = was;
+    R->dead_st = 0;
+    if (S->lockstep) {
+        R->file = file_of(S, (size_t)i); /* the dead job's last word */
+        R->nojob = 1;
+    }
+    R->in_call = R->asking = R->patient = 0;
+    R->ntodo = 0;
+    memset(&R->oc, 0, sizeof(R->oc));
+    R->job_next = -1;
+    R->job_failed = 0;
+}
+
+/* seen: rank i's worker learns that its dead job is gone: from then on the dead job's call
+ * must not complete an operation it was not done with, nor enter one (engine.c) */
+static void
+seen(sim *S, size_t i)
+{
+    rank *G = &S->r[S->n + i];
+    if (!G->ghost || G->seen)
+        return;
+    G->seen = 1;
+    G->seen_done = G->in_call && op_call_done(&G->oc);
+}
+
+/* gone: rank i's worker sees the dead job's session close (engine_sess_gone) */
+static void
+gone(sim *S, int i)
+{
+    seen(S, (size_t)i);
+    S->r[i].sess_open = 0;
+    orphans_fail(S, S->r[i].w, -1, 1, NULL);
+}
+
+/* jobstart: lockstep, the new job of rank i reads the barrier (seqcheck.c lockstep_mode): it
+ * begins at the highest round any member's file says; the rounds it skips are the dead job's */
+static void
+jobstart(sim *S, int i)
+{
+    rank *R = &S->r[i];
+    int64_t hi = -1;
+    for (size_t j = 0; j < S->n; j++) {
+        int64_t f = file_of(S, j);
+        hi = f > hi ? f : hi;
+    }
+    for (int64_t k = R->file; k < hi && k < (int64_t)S->K; k++)
+        if (R->returned[k] == 0)
+            R->killed[k] = 1;
+    if (getenv("OP_TRACE"))
+        fprintf(stderr, "    -> rank %d's new job joins at round %lld (its file: %lld)\n", i,
+                (long long)hi, (long long)R->file);
+    R->k = (int)hi;
+    R->nojob = 0;
 }
 
 static void
@@ -375,7 +612,7 @@ arrive(sim *S, int i)
     rank *R = &S->r[i];
     op_group *g = S->g[R->w];
     int k;
-    size_t l = (size_t)g->lidx[i];
+    size_t l = (size_t)g->lidx[R->id];
     op_out o;
     int64_t job_next = R->job_next;
 
@@ -409,8 +646,12 @@ arrive(sim *S, int i)
         if (job_next < 0) { /* engine.c's ask_where */
             int r;
             memset(&R->oc, 0, sizeof(R->oc));
-            R->oc.grank = i;
+            R->oc.grank = R->id;
             R->oc.lidx = (int)l;
+            if (g->seq.busy[l]) { /* engine.c's call_run: the previous job's call is still in */
+                seen(S, (size_t)R->id);
+                orphans_fail(S, R->w, R->id, 0, &R->oc);
+            }
             op_out_init(&o);
             r = op_ask(&o, g, &R->oc);
             run(S, R->w, &o);
@@ -421,9 +662,17 @@ arrive(sim *S, int i)
                 R->asking = 1;
                 return;
             }
+            /* no other member worker: numbered at once, but as in ask_where, after a failure
+             * the local ranks may be about to call it, or wait for this one (its patience) */
             int wait = 0;
-            job_next = (int64_t)op_ask_take(g, &R->oc, op_ask_number(g, &R->oc, &wait), 0);
-            /* wait: none to wait for */
+            uint64_t t = op_ask_number(g, &R->oc, &wait);
+            if (wait && op_get(g, t, 0) == NULL) {
+                R->patient = 1;
+                R->patient_num = t;
+                R->asking = 1;
+                return;
+            }
+            job_next = (int64_t)op_ask_take(g, &R->oc, t, 0);
         }
     }
     uint64_t num = group_seq_begin(&g->seq, l, job_next, R->job_failed);
@@ -431,20 +680,20 @@ arrive(sim *S, int i)
 
     for (size_t d = 0; d < S->n; d++) /* the data names the operation the call is */
         for (int64_t x = 0; x < R->counts[k][d]; x++)
-            R->sendbuf[k][R->counts[k][S->n + d] + x] = elem(num, i, (int64_t)d, x);
+            R->sendbuf[k][R->counts[k][S->n + d] + x] = elem(S, num, k, R->id, (int64_t)d, x);
     R->num[k] = num;
     if (getenv("OP_TRACE"))
-        fprintf(stderr, "    -> rank %d call %d is operation %llu\n", i, k,
-                (unsigned long long)num);
+        fprintf(stderr, "    -> rank %d%s call %d is operation %llu\n", R->id,
+                R->ghost ? " (dead job)" : "", k, (unsigned long long)num);
     R->in_call = 1;
     memset(&R->oc, 0, sizeof(R->oc));
     R->oc.num = num;
-    R->oc.grank = i;
+    R->oc.grank = R->id;
     R->oc.lidx = (int)l;
     R->oc.dtype = A2A_INT64;
     R->oc.esize = 8;
     R->oc.counts = R->counts[k];
-    if (sim_discover_mask >> i & 1) { /* no receive counts: the machine finds them */
+    if (sim_discover_mask >> R->id & 1) { /* no receive counts: the machine finds them */
         for (size_t j = 2 * S->n; j < 4 * S->n; j++)
             R->counts[k][j] = FRAME_DISCOVER;
         R->oc.discover = 1;
@@ -474,6 +723,14 @@ arrive(sim *S, int i)
         op_out_fini(&o);
         return;
     }
+    if (R->ghost && R->seen)
+        bad(S,
+            "rank %d's dead job's call entered operation %" PRIu64
+            " after its worker saw the job gone",
+            R->id, num);
+    if (op->calls[R->id] != NULL) /* two calls of one rank: the dead job's and the new one's */
+        bad(S, "rank %d entered operation %" PRIu64 " twice (a dead job's call is in it)", R->id,
+            num);
     op_arrive(&o, op, &R->oc);
     run(S, R->w, &o);
     op_out_fini(&o);
@@ -506,12 +763,14 @@ verify(sim *S, int i, int k)
     for (size_t s = 0; s < S->n; s++)
         for (int64_t x = 0; x < R->counts[k][2 * S->n + s]; x++) {
             int64_t got = R->recvbuf[k][R->counts[k][3 * S->n + s] + x];
-            int64_t want = elem(R->num[k], (int64_t)s, i, x);
+            int64_t want = elem(S, R->num[k], k, (int64_t)s, i, x);
             if (got != want) {
                 bad(S,
                     "rank %d call %d (operation %" PRIu64 ") returned OK with element %" PRId64
-                    " from rank %zu = %#" PRIx64 ", expected %#" PRIx64,
-                    i, k, R->num[k], x, s, (uint64_t)got, (uint64_t)want);
+                    " from rank %zu = %#" PRIx64 ", expected %#" PRIx64 "%s",
+                    i, k, R->num[k], x, s, (uint64_t)got, (uint64_t)want,
+                    S->lockstep ? " (operation << 40 | from << 32 | to << 24 | round << 16 | i)"
+                                : " (operation << 40 | from << 32 | to << 24 | i)");
                 return;
             }
         }
@@ -536,8 +795,19 @@ ret(sim *S, int i)
             S->st[R->w][j].live = 0;
     R->st[k] = op->status;
     R->returned[k]++;
-    if (op->status == A2A_OK)
+    if (getenv("OP_TRACE"))
+        fprintf(stderr, "    -> rank %d%s call %d (operation %llu) returns %s\n", R->id,
+                R->ghost ? " (dead job)" : "", k, (unsigned long long)op->num,
+                a2a_status_name(op->status));
+    if (op->status == A2A_OK && !R->ghost) /* a dead job's result: nobody sees it */
         verify(S, i, k);
+    if (R->ghost)
+        S->r[R->id].dead_st = 1 + (int)op->status;
+    if (R->ghost && R->seen && !R->seen_done && op->status == A2A_OK && !S->hostile)
+        bad(S,
+            "rank %d's dead job's call completed operation %" PRIu64
+            " after its worker saw the job gone (it was not done then)",
+            R->id, op->num);
     R->in_call = 0;
     R->job_next = (int64_t)R->num[k] + 1;
     R->job_failed = op->status != A2A_OK;
@@ -617,10 +887,16 @@ copy(sim *S, int i)
     rank *R = &S->r[i]; /* the receiver */
     size_t t = --R->ntodo;
     int64_t s = R->todo[t][0], d = R->todo[t][1];
-    rank *Q = &S->r[s];
-    int kq = Q->k - 1, kr = R->k - 1;
+    rank *Q = R->oc.op->calls[s] != NULL ? rank_of(S, R->oc.op->calls[s]) : NULL;
+    int kq, kr = R->k - 1;
     op_out o;
 
+    if (Q == NULL) {
+        bad(S, "a local copy from rank %" PRId64 ", which is not in operation %" PRIu64, s,
+            R->oc.op->num);
+        return;
+    }
+    kq = Q->k - 1;
     memcpy(R->recvbuf[kr] + R->counts[kr][3 * S->n + s], Q->sendbuf[kq] + Q->counts[kq][S->n + d],
            (size_t)Q->counts[kq][d] * 8);
     op_out_init(&o);
@@ -677,8 +953,19 @@ restart(sim *S, int w)
 
     S->faulted++;
     S->restarts[w]++;
+    for (size_t i = S->n; i < 2 * S->n; i++) { /* dead jobs' calls: gone with the worker */
+        rank *G = &S->r[i];
+        if (!G->ghost || G->w != w)
+            continue;
+        if (G->asking)
+            (void)op_ask_end(old, &G->oc);
+        G->asking = G->in_call = 0;
+        S->r[i - S->n].sess_open = 0;
+    }
     for (size_t i = 0; i < S->n; i++) {
         rank *R = &S->r[i];
+        if (R->w == w)
+            R->sess_open = 0;         /* a dead job's session went with the worker */
         if (R->w == w && R->asking) { /* not numbered: the job's next call asks again */
             R->st[R->k - 1] = A2A_ERR_UNAVAILABLE;
             R->returned[R->k - 1]++;
@@ -739,8 +1026,8 @@ fire(sim *S, const event *e)
 {
     op_out o;
     if (getenv("OP_TRACE")) {
-        static const char *nm[] = {"arrive",   "deliver", "chunk",   "copy", "return",
-                                   "deadline", "loss",    "restart", "down"};
+        static const char *nm[] = {"arrive",   "deliver",  "chunk", "copy",    "return", "gone",
+                                   "jobstart", "deadline", "loss",  "restart", "down",   "jobkill"};
         if (e->type == EV_DELIVER) {
             const frame *f = &S->q[e->a][e->b].m[S->q[e->a][e->b].head].f;
             fprintf(stderr,
@@ -750,8 +1037,9 @@ fire(sim *S, const event *e)
                     (long long)f->dst, (long long)f->count, (unsigned long long)f->resync,
                     f->status);
         } else if (e->type == EV_ARRIVE)
-            fprintf(stderr, "  arrive rank %d call %d job_next %lld failed %d\n", e->a,
-                    S->r[e->a].k, (long long)S->r[e->a].job_next, S->r[e->a].job_failed);
+            fprintf(stderr, "  arrive rank %d%s call %d job_next %lld failed %d\n", S->r[e->a].id,
+                    S->r[e->a].ghost ? " (dead job)" : "", S->r[e->a].k,
+                    (long long)S->r[e->a].job_next, S->r[e->a].job_failed);
         else
             fprintf(stderr, "  %s %d %d\n", nm[e->type], e->a, e->b);
     }
@@ -779,7 +1067,25 @@ fire(sim *S, const event *e)
             if ((int)p != e->a)
                 clear_link(S, e->a, (int)p);
         break;
+    case EV_GONE: gone(S, e->a); break;
+    case EV_JOBSTART: jobstart(S, e->a); break;
+    case EV_JOBKILL: jobkill(S, e->a); break;
     }
+    ghost_sweep(S);
+}
+
+/* passed: lockstep, another rank returned from the round rank i is in. It happens when a job
+ * died after its call completed but before it returned: its replacement reads the barrier
+ * before the others return, and does that round again, alone (seqcheck.c does it too); the
+ * others wait for it at the barrier, it waits for them until its deadline. No worker can tell
+ * that call that nobody else comes. */
+static int
+passed(const sim *S, size_t i)
+{
+    for (size_t j = 0; S->lockstep && j < S->n; j++)
+        if (file_of(S, j) > S->r[i].k - 1)
+            return 1;
+    return 0;
 }
 
 /* finish: no event is enabled but faults; calls still in progress have their deadline */
@@ -787,14 +1093,18 @@ static int
 stuck_calls(sim *S)
 {
     int any = 0;
-    for (size_t i = 0; i < S->n; i++)
-        if (S->r[i].asking && S->r[i].patient) { /* nothing else can happen: patience ends */
+    for (size_t i = 0; i < 2 * S->n; i++)
+        if (i >= S->n && !S->r[i].ghost) /* a dead job's call may wait: the others must not */
+            continue;
+        else if (S->r[i].asking && S->r[i].patient) { /* nothing else can happen: patience ends */
             arrive(S, (int)i);
+            ghost_sweep(S);
             return 1;
         } else if (S->r[i].asking && S->r[i].oc.asking) {
             op_out o;
-            if (S->faulted == 0)
-                bad(S, "rank %zu hangs asking where the group is, without any fault", i);
+            if (S->faulted == 0 && i < S->n)
+                bad(S, "rank %zu hangs asking where the group is, without any fault%s", i,
+                    S->killed ? " but a job kill" : "");
             op_out_init(&o);
             op_ask_fail(&o, &S->r[i].oc, A2A_ERR_DEADLINE_EXCEEDED, "no answer in time");
             run(S, S->r[i].w, &o);
@@ -802,9 +1112,9 @@ stuck_calls(sim *S)
             any = 1;
         } else if (S->r[i].in_call && !can_return(&S->r[i])) {
             op_out o;
-            if (S->faulted == 0)
-                bad(S, "rank %zu hangs in operation %" PRIu64 " without any fault", i,
-                    S->r[i].oc.num);
+            if (S->faulted == 0 && i < S->n && !passed(S, i))
+                bad(S, "rank %zu hangs in operation %" PRIu64 " without any fault%s", i,
+                    S->r[i].oc.num, S->killed ? " but a job kill" : "");
             op_out_init(&o);
             op_deadline(&o, S->r[i].oc.op, &S->r[i].oc, 1000);
             run(S, S->r[i].w, &o);
@@ -820,17 +1130,23 @@ check_end(sim *S)
     for (size_t i = 0; i < S->n; i++)
         for (size_t k = 0; k < S->K; k++) {
             const rank *R = &S->r[i];
-            if (R->returned[k] != 1)
-                bad(S, "rank %zu call %zu returned %d times", i, k, R->returned[k]);
+            if (R->killed[k] ? R->returned[k] > 1 : R->returned[k] != 1)
+                bad(S, "rank %zu call %zu returned %d times%s", i, k, R->returned[k],
+                    R->killed[k] ? " (its job died in it)" : "");
+            else if (R->returned[k] == 0) /* its job died in it: nobody saw it return */
+                continue;
             else if (S->lockstep && k == S->K - 1 && R->st[k] != A2A_OK)
                 bad(S,
                     "rank %zu: lockstep round %zu (the last; faults only in rounds 0 and 1) "
                     "failed: %s",
                     i, k, a2a_status_name(R->st[k]));
-            else if (S->faulted == 0 && R->st[k] != A2A_OK)
+            else if (S->faulted + S->killed == 0 && R->st[k] != A2A_OK)
                 bad(S, "rank %zu call %zu failed without any fault: %s", i, k,
                     a2a_status_name(R->st[k]));
         }
+    for (size_t i = 0; i < S->n; i++)
+        if (S->r[S->n + i].ghost || S->r[i].sess_open || S->r[i].nojob)
+            bad(S, "rank %zu: its dead job's call, session or replacement is still there", i);
 }
 
 /* ---- the state's fingerprint: two states with the same one have the same futures ---- */
@@ -855,7 +1171,7 @@ mix_bytes(uint64_t h, const void *p, size_t n)
 __attribute__((unused)) static uint64_t
 fingerprint(const sim *S)
 {
-    uint64_t h = mix64(0, (uint64_t)S->faulted);
+    uint64_t h = mix64(0, (uint64_t)S->faulted << 8 | (uint64_t)S->killed);
     for (size_t w = 0; w < S->nw; w++) {
         const op_group *g = S->g[w];
         const group_seq *q = &g->seq;
@@ -914,11 +1230,21 @@ fingerprint(const sim *S)
             const stream *st = &S->st[w][j];
             if (st->live)
                 h = mix64(h, (uint64_t)st->s << 48 ^ (uint64_t)st->d << 40 ^ st->sent ^
-                                 (uint64_t)st->peer << 36);
+                                 (uint64_t)st->peer << 36 ^ (uint64_t)st->rank << 56);
         }
     }
-    for (size_t i = 0; i < S->n; i++) {
+    for (size_t i = 0; i < 2 * S->n; i++) {
         const rank *R = &S->r[i];
+        if (i >= S->n && !R->ghost) {
+            h = mix64(h, 0);
+            continue;
+        }
+        h = mix64(h, (uint64_t)R->seen << 5 ^ (uint64_t)R->seen_done << 6);
+        h = mix64(h, (uint64_t)R->sess_open << 3 ^ (uint64_t)R->nojob << 2 ^
+                         (uint64_t)R->file << 8 ^ (uint64_t)R->ghost ^ (uint64_t)R->dead_in << 4 ^
+                         (uint64_t)R->dead_st << 16);
+        for (size_t k = 0; k < S->K; k++)
+            h = mix64(h, (uint64_t)R->killed[k]);
         h = mix64(h, (uint64_t)R->k << 32 ^ (uint64_t)R->in_call << 16 ^ (uint64_t)R->job_failed);
         h = mix64(h, (uint64_t)R->job_next);
         if (R->asking) {
@@ -983,7 +1309,7 @@ fpset_add(fpset *s, uint64_t fp)
 /* ---- drivers ---- */
 
 #define MAXSTEPS 4000
-#define MAXEV 64
+#define MAXEV 96
 
 typedef struct {
     uint16_t pick[MAXSTEPS], nopts[MAXSTEPS];
