@@ -767,10 +767,20 @@ orphans_fail(engine *e, op_group *g, int64_t r, const xfer_sess *sess, const op_
 void
 engine_sess_gone(engine *e, const xfer_sess *sess)
 {
+    op_out o;
+
+    op_out_init(&o);
     pthread_mutex_lock(&e->mtx);
-    for (op_group *g = e->groups; g != NULL; g = g->next)
+    for (op_group *g = e->groups; g != NULL; g = g->next) {
         orphans_fail(e, g, -1, sess, NULL);
+        /* a first call still asking where the group is ends now, unnumbered (call_run) */
+        for (op_call *c = g->asks; c != NULL; c = c->ask_next)
+            if (c->asking && EC(c)->sess == sess)
+                op_ask_fail(&o, c, A2A_ERR_UNAVAILABLE, "the job is gone");
+    }
+    engine_run(e, &o);
     pthread_mutex_unlock(&e->mtx);
+    op_out_fini(&o);
 }
 
 /* call_run numbers c (group_seq_begin), enters it into that operation of g, copies local pairs
@@ -810,6 +820,15 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
             return ast; /* not numbered: the job's next call asks again */
         }
         job_next = (int64_t)asked;
+    }
+    /* its job went away while the call waited for the lock or asked (engine_sess_gone, which
+     * fails what a gone job's calls are in, found nothing of this one): it must not enter an
+     * operation with the slices it read before */
+    if (!xfer_probe(c->sess)) {
+        op_out_fini(&o);
+        return status_fail(err, errlen, A2A_ERR_UNAVAILABLE,
+                           "the job of world rank %lld went away before its call was numbered",
+                           (long long)g->world[c->oc.grank]);
     }
     num = group_seq_begin(&g->seq, l, job_next, (int)c->a->op_failed);
     log_debug("group \"%s\": world rank %lld's call is operation %llu (its job said %lld%s)",

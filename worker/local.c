@@ -530,6 +530,9 @@ local_pipe_gone(void *arg, uint32_t pipe_id)
         if (x->remote && x->pipe_id == pipe_id) {
             log_info("remote session %llu (world rank %lld): its connection closed",
                      (unsigned long long)x->x.id, (long long)x->x.world_rank);
+            pthread_mutex_lock(&x->x.mtx);
+            x->x.closed = 1; /* serve it no more (xfer_probe); its memory goes with its calls */
+            pthread_mutex_unlock(&x->x.mtx);
             engine_sess_gone(s->e, &x->x); /* its calls in progress fail, for every member */
             if ((d = remote_done(s, x)) != NULL) {
                 d->next = dead;

@@ -16,8 +16,8 @@
  * before or after the others leave the dead job's round (can_jobstart), and the data names the
  * round as well as the operation. Also checked: a ghost never enters an operation, nor completes
  * one it was not done with, after its worker saw the job gone; no rank is twice in one
- * operation. sim_kill_asking and sim_early_read (off by default) widen the model to cases
- * test_op.c describes.
+ * operation. sim_kill_asking (on by default: a job dies while its first call asks) and
+ * sim_early_read (off: the known gap test_op.c describes) widen the model.
  */
 #ifndef A2A_TESTS_OPSIM_H
 #define A2A_TESTS_OPSIM_H
@@ -75,6 +75,7 @@ typedef struct {
     int64_t file;     /* lockstep, nojob: the round the dead job's barrier file says */
     int killed[MAXK]; /* its job died in this call (or the replacement skipped the round) */
     int dead_in;      /* its dead job died in a call (or asking) */
+    int dead_asking;  /* ... asking: its call had no number, nothing of it in an operation */
     int seen;         /* a ghost: its worker knows the job is gone (EV_GONE, or a new job called) */
     int seen_done;    /* a ghost: its call was done then (every pair of it) */
     int dead_st;      /* 1 + the status its dead job's call ended with (0: not yet) */
@@ -102,6 +103,8 @@ typedef struct {
     int faulted;        /* faults that happened */
     int kills;          /* job kills allowed in this run (EV_JOBKILL; not in faults) */
     int killed;         /* job kills that happened */
+    int lost;           /* a dead job's call ended unnumbered: its rank made one call less, so
+                         * (not in lockstep) another rank's last call may have no partner */
     int hostile;        /* frames no worker sent were delivered (fuzz_op.c): data is unchecked */
     int restarts[MAXW]; /* times each worker restarted (its incarnation) */
     int lockstep;       /* ranks call round k only when every rank returned from round k - 1, faults
@@ -110,9 +113,10 @@ typedef struct {
 } sim;
 
 static const char *wnames[MAXW] = {"w0", "w1", "w2"};
-static int sim_lockstep;    /* the next sims are in lockstep (sim.lockstep) */
-static int sim_jobkills;    /* job kills allowed in the next sims (sim.kills) */
-static int sim_kill_asking; /* a job may die while its first call asks (engine.c: see test_op.c) */
+static int sim_lockstep; /* the next sims are in lockstep (sim.lockstep) */
+static int sim_jobkills; /* job kills allowed in the next sims (sim.kills) */
+static int sim_kill_asking =
+    1; /* a job may die while its first call asks (OP_KILL_ASKING=0: not) */
 /* lockstep: a replacement may read the barrier while the others are still in the round its
  * dead job was in, even when that round's operation may still complete (see can_jobstart) */
 static int sim_early_read = 0;
@@ -382,6 +386,14 @@ can_jobstart(const sim *S, size_t i)
     const rank *R = &S->r[i];
     if (sim_early_read || !R->dead_in)
         return 1;
+    /* a job that died asking, whose call can no longer enter an operation (it ended
+     * unnumbered, or its worker saw the job gone: call_run refuses it), left nothing there: the
+     * others' round waits for the rank (the replacement's call) or fails without it, either way
+     * for everyone. Once it entered one (dead_asking cleared), as a job that died in a call. */
+    if (R->dead_asking) {
+        const rank *G = &S->r[S->n + i];
+        return !(G->ghost && G->asking && !G->seen);
+    }
     for (size_t j = 0; j < S->n; j++) {
         const rank *Q = &S->r[j];
         if (j == i || file_of(S, j) > R->file) /* past it */
@@ -414,7 +426,9 @@ enabled(const sim *S, event *ev)
             ev[n++] = (event){EV_JOBSTART, (int)i, 0};
         if (R->sess_open)
             ev[n++] = (event){EV_GONE, (int)i, 0};
-        if (!R->in_call && !R->nojob &&
+        /* !sess_open: a new job of the rank calls only after its worker saw the dead one's
+         * session close (local.c releases the rank's claim after engine_sess_gone) */
+        if (!R->in_call && !R->nojob && !R->sess_open &&
             (R->asking
                  ? !R->oc.asking && (!R->patient || op_get(S->g[R->w], R->patient_num, 0) != NULL)
                  : i < S->n && (size_t)R->k < S->K && !barrier))
@@ -552,6 +566,7 @@ jobkill(sim *S, int i)
         R->killed[k] = 1;
     }
     R->dead_in = was;
+    R->dead_asking = R->asking;
     R->dead_st = 0;
     if (S->lockstep) {
         R->file = file_of(S, (size_t)i); /* the dead job's last word */
@@ -580,9 +595,17 @@ seen(sim *S, size_t i)
 static void
 gone(sim *S, int i)
 {
+    rank *G = &S->r[S->n + (size_t)i];
     seen(S, (size_t)i);
     S->r[i].sess_open = 0;
     orphans_fail(S, S->r[i].w, -1, 1, NULL);
+    if (G->ghost && G->asking && G->oc.asking) { /* engine_sess_gone ends its ask */
+        op_out o;
+        op_out_init(&o);
+        op_ask_fail(&o, &G->oc, A2A_ERR_UNAVAILABLE, "the job is gone");
+        run(S, G->w, &o);
+        op_out_fini(&o);
+    }
 }
 
 /* jobstart: lockstep, the new job of rank i reads the barrier (seqcheck.c lockstep_mode): it
@@ -620,6 +643,7 @@ arrive(sim *S, int i)
         k = R->k - 1;
         R->asking = 0;
         if (R->oc.ask_st != A2A_OK) {
+            S->lost |= R->ghost;
             R->st[k] = R->oc.ask_st;
             R->returned[k]++;
             (void)op_ask_end(g, &R->oc);
@@ -675,9 +699,21 @@ arrive(sim *S, int i)
             job_next = (int64_t)op_ask_take(g, &R->oc, t, 0);
         }
     }
+    if (R->ghost && R->seen) { /* engine.c call_run: its job went away before it was numbered */
+        S->lost = 1;
+        R->st[k] = A2A_ERR_UNAVAILABLE;
+        R->returned[k]++;
+        S->r[R->id].dead_st = 1 + (int)A2A_ERR_UNAVAILABLE;
+        if (getenv("OP_TRACE"))
+            fprintf(stderr, "    -> rank %d (dead job) call %d: gone before it was numbered\n",
+                    R->id, k);
+        return;
+    }
     uint64_t num = group_seq_begin(&g->seq, l, job_next, R->job_failed);
     op_op *op = op_get(g, num, 1);
 
+    if (R->ghost) /* a dead job's call that asked enters an operation after all */
+        S->r[R->id].dead_asking = 0;
     for (size_t d = 0; d < S->n; d++) /* the data names the operation the call is */
         for (int64_t x = 0; x < R->counts[k][d]; x++)
             R->sendbuf[k][R->counts[k][S->n + d] + x] = elem(S, num, k, R->id, (int64_t)d, x);
@@ -1112,7 +1148,7 @@ stuck_calls(sim *S)
             any = 1;
         } else if (S->r[i].in_call && !can_return(&S->r[i])) {
             op_out o;
-            if (S->faulted == 0 && i < S->n && !passed(S, i))
+            if (S->faulted == 0 && i < S->n && !passed(S, i) && !(S->lost && !S->lockstep))
                 bad(S, "rank %zu hangs in operation %" PRIu64 " without any fault%s", i,
                     S->r[i].oc.num, S->killed ? " but a job kill" : "");
             op_out_init(&o);
@@ -1171,7 +1207,8 @@ mix_bytes(uint64_t h, const void *p, size_t n)
 __attribute__((unused)) static uint64_t
 fingerprint(const sim *S)
 {
-    uint64_t h = mix64(0, (uint64_t)S->faulted << 8 | (uint64_t)S->killed);
+    uint64_t h =
+        mix64(0, (uint64_t)S->faulted << 8 | (uint64_t)S->killed | (uint64_t)S->lost << 16);
     for (size_t w = 0; w < S->nw; w++) {
         const op_group *g = S->g[w];
         const group_seq *q = &g->seq;
@@ -1242,7 +1279,7 @@ fingerprint(const sim *S)
         h = mix64(h, (uint64_t)R->seen << 5 ^ (uint64_t)R->seen_done << 6);
         h = mix64(h, (uint64_t)R->sess_open << 3 ^ (uint64_t)R->nojob << 2 ^
                          (uint64_t)R->file << 8 ^ (uint64_t)R->ghost ^ (uint64_t)R->dead_in << 4 ^
-                         (uint64_t)R->dead_st << 16);
+                         (uint64_t)R->dead_asking << 5 ^ (uint64_t)R->dead_st << 16);
         for (size_t k = 0; k < S->K; k++)
             h = mix64(h, (uint64_t)R->killed[k]);
         h = mix64(h, (uint64_t)R->k << 32 ^ (uint64_t)R->in_call << 16 ^ (uint64_t)R->job_failed);

@@ -21,10 +21,11 @@
  *     is OK on every rank (the group recovered, also after a job kill);
  *   - a dead job's call neither enters an operation nor completes one it was not done with
  *     after its worker saw the job gone; a rank is never twice in one operation.
- * Two known gaps are off by default (OP_KILL_ASKING=1 and OP_EARLY_READ=1 turn them on, and
- * tests fail): a job that dies while its first call asks where the group is (engine.c's
- * engine_sess_gone fails only operations, so the dead call numbers itself and enters one with
- * the dead job's slices); and, in lockstep, a replacement that reads the barrier before the
+ * A job may die while its first call asks where the group is (OP_KILL_ASKING=0 leaves that
+ * out): engine_sess_gone ends the ask, and call_run refuses to number a call whose job is gone
+ * (before, the dead call numbered itself and entered an operation with the dead job's slices;
+ * found here). One known gap is off by default (OP_EARLY_READ=1 turns it on, and tests fail):
+ * in lockstep, a replacement that reads the barrier before the
  * others returned OK from the round its dead job completed (or they completed without it): it
  * does that round again alone, waits for its deadline, and the ranks stay one operation apart
  * (and its eager slices can meet the others' next round when its ABORT is slower than the
