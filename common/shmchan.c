@@ -103,7 +103,7 @@ req_check(const shmchan_hdr *h, size_t cap, char *err, size_t errlen)
     if (h->self_copied < 0 || h->self_copied > h->n)
         return msg_fail(err, errlen, "self_copied = %lld is not 0..n (%lld)",
                         (long long)h->self_copied, (long long)h->n);
-    if (h->op_next < -1 || (h->op_failed != 0 && h->op_failed != 1))
+    if (h->op_next < WIRE_OP_NEXT_MIN || (h->op_failed != 0 && h->op_failed != 1))
         return msg_fail(err, errlen, "op_next = %lld or op_failed = %lld out of range",
                         (long long)h->op_next, (long long)h->op_failed);
     if (h->send_len < 0 || h->recv_len < 0)

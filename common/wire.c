@@ -886,7 +886,7 @@ wire_a2av_decode(wire_a2av *a, const uint8_t *buf, size_t len, char *err, size_t
         wire_i64(&a->op_next, &fr.f[9], "operation number", err, errlen) ||
         wire_i64(&a->op_failed, &fr.f[10], "failed flag", err, errlen))
         goto out;
-    if (a->op_next < -1 || (a->op_failed != 0 && a->op_failed != 1)) {
+    if (a->op_next < WIRE_OP_NEXT_MIN || (a->op_failed != 0 && a->op_failed != 1)) {
         msg_fail(err, errlen, "operation number %lld or failed flag %lld out of range",
                  (long long)a->op_next, (long long)a->op_failed);
         goto out;

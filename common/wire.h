@@ -259,11 +259,15 @@ typedef struct {
     /* 1 + the group rank whose own slice (to itself) the job copied before the call, 0:
      * none; only job channels carry it (common/shmchan.h), the msgpack codec leaves it 0 */
     int64_t self_copied;
-    /* the job's number for this call on the group (-1: its first call there), and whether its
-     * previous call on the group failed (docs/ARCHITECTURE.md, "Operation identity") */
+    /* the job's number for this call on the group (-1 - k: a call of a job none of whose k
+     * calls there before was numbered; -1: its first call there), and whether its previous call
+     * on the group failed (docs/ARCHITECTURE.md, "Operation identity") */
     int64_t op_next;
     int64_t op_failed;
 } wire_a2av;
+
+/* The lowest op_next: a job counts at most this many unnumbered calls (-1 - WIRE_OP_NEXT_MIN). */
+#define WIRE_OP_NEXT_MIN (-(INT64_C(1) << 30))
 
 /* AllToAllV reply body: [next], the number of the rank's next call on the group (-1: keep
  * yours: the call was refused before it was numbered). */

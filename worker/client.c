@@ -1706,7 +1706,11 @@ opnum_take(a2a_job *job, wire_a2av *w)
 /*
  * opnum_put records how w's call ended: next is the worker's number for our next call (-1: it
  * refused the call before numbering it, so ours stands); without an answer (replied == 0) the
- * call may have been numbered, so the next one resynchronises.
+ * call may have been numbered, so the next one resynchronises. A job that has no number yet
+ * counts its calls that failed before they were numbered, for want of the worker or the
+ * coordinator or by their deadline (as a worker's spend does for a numbered job; a call refused
+ * for its arguments does not count): its next call says -1 - that count, and as the rank's first
+ * job's k-th call it is operation k, where the others' calls of those rounds went on without it.
  */
 static void
 opnum_put(a2a_job *job, const wire_a2av *w, int replied, int64_t next, a2a_status st)
@@ -1726,7 +1730,14 @@ opnum_put(a2a_job *job, const wire_a2av *w, int replied, int64_t next, a2a_statu
         o->next_op = next;
         o->failed = st != A2A_OK;
     } else if (o != NULL && !replied) {
-        o->next_op = w->op_next >= 0 ? w->op_next + 1 : -1;
+        o->next_op = w->op_next >= 0                 ? w->op_next + 1
+                     : w->op_next > WIRE_OP_NEXT_MIN ? w->op_next - 1
+                                                     : w->op_next;
+        o->failed = 1;
+    } else if (o != NULL && w->op_next < 0 && w->op_next > WIRE_OP_NEXT_MIN &&
+               (st == A2A_ERR_UNAVAILABLE || st == A2A_ERR_DEADLINE_EXCEEDED ||
+                st == A2A_ERR_RESOURCE_EXHAUSTED)) {
+        o->next_op = w->op_next - 1; /* refused before it was numbered, for want of something */
         o->failed = 1;
     }
     pthread_mutex_unlock(&job->mtx);

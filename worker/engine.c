@@ -812,6 +812,7 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
     int64_t job_next = c->a->op_next;
     if (job_next < 0) { /* a new job: where are the others? */
         uint64_t asked = 0;
+        c->oc.earlier = (uint64_t)(-1 - job_next); /* its calls that failed before numbering */
         if (g->seq.busy[l]) /* a call of the rank's previous job is still in an operation here */
             orphans_fail(e, g, c->oc.grank, NULL, &c->oc);
         a2a_status ast = ask_where(e, g, c, deadline, timeout_ms, &asked, err, errlen);

@@ -916,9 +916,9 @@ op_ask_number(const op_group *g, const op_call *c, int *wait)
     int idle = 0;
     int64_t here = group_seq_where(&g->seq, &idle), n = c->ask_num;
     int known = c->lidx >= 0 && (size_t)c->lidx < g->nlocal && g->seq.known[c->lidx];
-    if (!c->ask_heard && !known) { /* the rank's first job: its first call is operation 0 */
+    if (!c->ask_heard && !known) { /* the rank's first job: its k-th call is operation k */
         *wait = 0;
-        return 0;
+        return c->earlier;
     }
     if (here > n)
         *wait = idle;

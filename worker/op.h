@@ -97,6 +97,8 @@ typedef struct op_call {
     size_t unknown;    /* discovery: sources whose count is not known yet */
     int placed;        /* discovery: the receive counts and displacements are written */
     /* asking the member workers where the group is (op_ask), before it has a number */
+    uint64_t earlier; /* calls its job made on the group before this one, none numbered (they
+                       * failed before: liba2a sends op_next -1 - earlier) */
     struct op_call *ask_next; /* in its group's list of asking calls */
     int asking;               /* 1 while answers are awaited */
     uint64_t ask_token;
@@ -269,12 +271,13 @@ void op_ask_fail(op_out *o, op_call *c, a2a_status st, const char *msg);
 /*
  * op_ask_number returns the number c takes after its ask ended well. When no member worker
  * ever had a frame of c's rank, this is the rank's first job: its k-th call is operation k,
- * so 0 (a latecomer to operation 0 gets its failure). Else c replaces a job the others knew:
- * the highest answer, or this worker's own (group_seq_where), or 0 when nobody knows. *wait is 1
- * when every worker that gave it said idle (its ranks failed the operation before and are not in
- * this one): c then takes it only if a peer's frame for it comes (op_get(g, number, 0) exists)
- * within ENGINE_ASK_PATIENCE_MS, the others calling it; else it is late to the one before (number -
- * 1), which the others failed without it while they wait for it outside a2a.
+ * so c->earlier (0 for its first call; a latecomer to that operation gets its failure). Else c
+ * replaces a job the others knew: the highest answer, or this worker's own (group_seq_where), or 0
+ * when nobody knows. *wait is 1 when every worker that gave it said idle (its ranks failed the
+ * operation before and are not in this one): c then takes it only if a peer's frame for it comes
+ * (op_get(g, number, 0) exists) within ENGINE_ASK_PATIENCE_MS, the others calling it; else it is
+ * late to the one before (number - 1), which the others failed without it while they wait for it
+ * outside a2a.
  */
 uint64_t op_ask_number(const op_group *g, const op_call *c, int *wait);
 /* op_ask_take returns the number c takes: n from op_ask_number, less one when late (the

@@ -644,6 +644,8 @@ arrive(sim *S, int i)
         R->asking = 0;
         if (R->oc.ask_st != A2A_OK) {
             S->lost |= R->ghost;
+            if (!R->ghost && R->job_next < 0) /* liba2a's opnum_put: counted, unnumbered */
+                R->job_next--;
             R->st[k] = R->oc.ask_st;
             R->returned[k]++;
             (void)op_ask_end(g, &R->oc);
@@ -672,6 +674,7 @@ arrive(sim *S, int i)
             memset(&R->oc, 0, sizeof(R->oc));
             R->oc.grank = R->id;
             R->oc.lidx = (int)l;
+            R->oc.earlier = (uint64_t)(-1 - job_next); /* engine.c call_run */
             if (g->seq.busy[l]) { /* engine.c's call_run: the previous job's call is still in */
                 seen(S, (size_t)R->id);
                 orphans_fail(S, R->w, R->id, 0, &R->oc);
@@ -1003,6 +1006,8 @@ restart(sim *S, int w)
         if (R->w == w)
             R->sess_open = 0;         /* a dead job's session went with the worker */
         if (R->w == w && R->asking) { /* not numbered: the job's next call asks again */
+            if (i < S->n && !R->ghost && R->job_next < 0) /* liba2a: no answer, counted */
+                R->job_next--;
             R->st[R->k - 1] = A2A_ERR_UNAVAILABLE;
             R->returned[R->k - 1]++;
             R->asking = 0;

@@ -311,7 +311,8 @@ test_reply(void)
     CU_ASSERT_EQUAL(strlen(msg), SHMCHAN_MSG_MAX - 1);
 }
 
-/* op_next is -1 or a number, op_failed 0 or 1; both survive the round trip */
+/* op_next is a number, or -1 - k (a new job's call after k unnumbered ones) down to
+ * WIRE_OP_NEXT_MIN; op_failed 0 or 1; both survive the round trip */
 static void
 test_op_number(void)
 {
@@ -326,8 +327,14 @@ test_op_number(void)
     CU_ASSERT_EQUAL(a.op_next, 17);
     CU_ASSERT_EQUAL(a.op_failed, 1);
     put_request(3, 1);
-    hdr()->op_next = -2;
-    refused(SHMCHAN_SIZE, "op_next = -2");
+    hdr()->op_next = -3;
+    CU_ASSERT_EQUAL_FATAL(
+        shmchan_req_decode(&a, &seq, counts, SHMCHAN_MAX_N, mem, SHMCHAN_SIZE, err, sizeof(err)),
+        0);
+    CU_ASSERT_EQUAL(a.op_next, -3);
+    put_request(3, 1);
+    hdr()->op_next = WIRE_OP_NEXT_MIN - 1;
+    refused(SHMCHAN_SIZE, "op_next = -1073741825");
     put_request(3, 1);
     hdr()->op_failed = 2;
     refused(SHMCHAN_SIZE, "op_failed = 2 out of range");

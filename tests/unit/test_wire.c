@@ -1502,21 +1502,23 @@ test_a2av_round_trip(void)
     CU_ASSERT_EQUAL(a.op_failed, 1);
     wire_a2av_fini(&a);
     msgpack_sbuffer_destroy(&sb);
-    /* -1 (no number yet) is fine, below is not; the flag is 0 or 1 */
-    for (int i = 0; i < 3; i++) {
+    /* -1 (no number yet) and -1 - k (k calls before, none numbered) are fine, below
+     * WIRE_OP_NEXT_MIN is not; the flag is 0 or 1 */
+    for (int i = 0; i < 4; i++) {
         int64_t counts[4] = {1, 0, 1, 0};
         wire_a2av b = {.group = "g",
                        .n = 1,
                        .counts = counts,
                        .op_next = i == 0   ? -1
-                                  : i == 1 ? -2
+                                  : i == 3 ? WIRE_OP_NEXT_MIN
+                                  : i == 1 ? WIRE_OP_NEXT_MIN - 1
                                            : 5,
                        .op_failed = i == 2 ? 3 : 0};
         msgpack_sbuffer_init(&sb);
         CU_ASSERT_EQUAL(wire_a2av_encode(&sb, &b), 0);
         CU_ASSERT_EQUAL(wire_a2av_decode(&a, (const uint8_t *)sb.data, sb.size, err, sizeof(err)),
-                        i == 0 ? 0 : -1);
-        if (i == 0)
+                        i == 0 || i == 3 ? 0 : -1);
+        if (i == 0 || i == 3)
             wire_a2av_fini(&a);
         else
             CU_ASSERT_PTR_NOT_NULL(strstr(err, "out of range"));
