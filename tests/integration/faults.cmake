@@ -22,12 +22,11 @@ set_tests_properties(integration.restart_race PROPERTIES TIMEOUT 420 LABELS "int
 add_test(NAME integration.lockstep
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_lockstep.sh
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
-# LOCKSTEP_RECOVERY_FATAL=0: a fault after which no round recovers is reported, not failed,
-# until the open finding (members that counted different failures stay one operation apart,
-# docs/RELIABILITY.md) is fixed: it failed 1 of 8 runs of this stop; wrong data, hangs, slow
-# recovery and relapses still fail it
+# a fault after which no round recovers fails it again (stop 11, RELIABILITY finding 6; the
+# sanitized stages only report it: SANITIZED_FAULTS in scripts/test.sh), as do wrong data,
+# hangs, slow recovery and relapses
 set_tests_properties(integration.lockstep PROPERTIES TIMEOUT 420 LABELS "integration;faults"
-  FAIL_REGULAR_EXPRESSION "FAIL" ENVIRONMENT "LOCKSTEP_RECOVERY_FATAL=0")
+  FAIL_REGULAR_EXPRESSION "FAIL")
 
 # a rank that made a call alone before its peer's worker started, then both in lockstep: the
 # peer's new job asks where the group is (FRAME_WHERE) and the two meet at once
@@ -88,11 +87,13 @@ add_test(NAME faults.campaign
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/campaign.sh
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>
           $<TARGET_FILE:preauth_check>)
-# CAMPAIGN_STUCK_FATAL=0: a group stuck in lockstep is reported, not failed, until the open
-# finding (lockstep ranks whose members counted different failures stay one operation apart,
-# test_resync.sh) is fixed; wrong data, hangs and deaths fail it
+# A stuck group (no round OK on every rank for 30 s) or no recovery after the last fault fails
+# it again (stop 11: 0 in 1,070 faults by hand after the fixes of RELIABILITY finding 6; the
+# sanitized stages, whose slow workers time out more, still only report it: SANITIZED_FAULTS
+# in scripts/test.sh). CAMPAIGN_LATE_FATAL=0: a late error is reported, not failed, until
+# finding 3 is found.
 set_tests_properties(faults.campaign PROPERTIES TIMEOUT 330 LABELS "faults"
-  ENVIRONMENT "CAMPAIGN_GAP_MS=500;CAMPAIGN_STUCK_FATAL=0;CAMPAIGN_LATE_FATAL=0")
+  ENVIRONMENT "CAMPAIGN_GAP_MS=500;CAMPAIGN_LATE_FATAL=0")
 add_test(NAME faults.campaign.netns
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/campaign.sh
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>
