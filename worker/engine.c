@@ -731,6 +731,13 @@ ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout
     return st;
 }
 
+/* in_sess: c's job is the one of session arg (op_orphan) */
+static int
+in_sess(const op_call *c, const void *arg)
+{
+    return EC(c)->sess == arg;
+}
+
 /* orphans_fail fails every operation of g in which a call of group rank r (any rank: r < 0) is
  * not done and its job is gone: the call's session is sess (closed), or, sess NULL, a new job of
  * the rank called (keep, which a rank has one job at a time). The others must not complete with
@@ -740,25 +747,18 @@ static void
 orphans_fail(engine *e, op_group *g, int64_t r, const xfer_sess *sess, const op_call *keep)
 {
     op_out o;
+    op_op *op;
+    size_t i;
 
     op_out_init(&o);
-    for (op_op *op = g->ops; op != NULL; op = op->next) {
-        if (op->status != A2A_OK)
-            continue;
-        for (size_t i = 0; i < g->n; i++) {
-            op_call *oc = op->calls[i];
-            if (oc == NULL || oc == keep || oc->finished || op_call_done(oc) ||
-                (r >= 0 && (int64_t)i != r) || (sess != NULL && EC(oc)->sess != sess))
-                continue;
-            log_info("group \"%s\": the job of world rank %lld went away during operation %llu: "
-                     "failing it",
-                     g->name, (long long)g->world[i], (unsigned long long)op->num);
-            op_fail(&o, op, A2A_ERR_UNAVAILABLE, 1,
-                    "the job of group rank %zu (world rank %lld) on worker %s ended during "
-                    "operation %llu",
-                    i, (long long)g->world[i], e->self->name, (unsigned long long)op->num);
-            break;
-        }
+    while ((op = op_orphan(g, r, keep, sess != NULL ? in_sess : NULL, sess, &i)) != NULL) {
+        log_info("group \"%s\": the job of world rank %lld went away during operation %llu: "
+                 "failing it",
+                 g->name, (long long)g->world[i], (unsigned long long)op->num);
+        op_fail(&o, op, A2A_ERR_UNAVAILABLE, 1,
+                "the job of group rank %zu (world rank %lld) on worker %s ended during "
+                "operation %llu",
+                i, (long long)g->world[i], e->self->name, (unsigned long long)op->num);
     }
     engine_run(e, &o);
     op_out_fini(&o);

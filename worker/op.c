@@ -932,6 +932,25 @@ op_ask_number(const op_group *g, const op_call *c, int *wait)
     return n > 0 ? (uint64_t)n : 0;
 }
 
+op_op *
+op_orphan(op_group *g, int64_t r, const op_call *keep,
+          int (*gone)(const op_call *c, const void *arg), const void *arg, size_t *grank)
+{
+    for (op_op *op = g->ops; op != NULL; op = op->next) {
+        if (op->status != A2A_OK)
+            continue;
+        for (size_t i = 0; i < g->n; i++) {
+            const op_call *oc = op->calls[i];
+            if (oc == NULL || oc == keep || oc->finished || op_call_done(oc) ||
+                (r >= 0 && (int64_t)i != r) || (gone != NULL && !gone(oc, arg)))
+                continue;
+            *grank = i;
+            return op;
+        }
+    }
+    return NULL;
+}
+
 uint64_t
 op_ask_take(const op_group *g, const op_call *c, uint64_t n, int late)
 {

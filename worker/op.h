@@ -294,6 +294,13 @@ void op_where(op_out *o, op_group *g, int peer, const frame *f);
  * came here, by world rank; 0, or -1 out of memory. */
 int op_group_carry(op_group *g, const op_group *old);
 
+/* op_orphan returns the first operation of g, not failed yet, in which a call of group rank r
+ * (any: r < 0) other than keep is neither done nor finished and gone(call, arg) says its job
+ * is gone (gone NULL: any such call), with that call's group rank in *grank; NULL when there is
+ * none. Failing each in turn (op_fail) fails a dead job's operations (engine.c orphans_fail). */
+op_op *op_orphan(op_group *g, int64_t r, const op_call *keep,
+                 int (*gone)(const op_call *c, const void *arg), const void *arg, size_t *grank);
+
 /* op_missing writes the group ranks c still waits for. */
 void op_missing(const op_call *c, char *buf, size_t len);
 

@@ -474,6 +474,14 @@ enabled(const sim *S, event *ev)
 
 /* ---- job kills: what engine.c does when a job dies (orphans_fail, engine_sess_gone) ---- */
 
+/* ghost_of: c is the call of a dead job (a ghost) of sim arg (op_orphan) */
+static int
+ghost_of(const op_call *c, const void *arg)
+{
+    const rank *C = rank_of((sim *)arg, c);
+    return C != NULL && C->ghost;
+}
+
 /* orphans_fail: engine.c's, on worker w: every operation in which a call of group rank r (any:
  * r < 0) is not done fails, for every member; dead: only the calls of the dead job's session
  * (ghosts), else every call of rank r but keep (a new job of the rank called). */
@@ -482,25 +490,17 @@ orphans_fail(sim *S, int w, int64_t r, int dead, const op_call *keep)
 {
     op_group *g = S->g[w];
     op_out o;
+    op_op *op;
+    size_t i;
 
     op_out_init(&o);
-    for (op_op *op = g->ops; op != NULL; op = op->next) {
-        if (op->status != A2A_OK)
-            continue;
-        for (size_t i = 0; i < g->n; i++) {
-            op_call *oc = op->calls[i];
-            const rank *C = oc != NULL ? rank_of(S, oc) : NULL;
-            if (oc == NULL || oc == keep || oc->finished || op_call_done(oc) ||
-                (r >= 0 && (int64_t)i != r) || (dead && (C == NULL || !C->ghost)))
-                continue;
-            if (getenv("OP_TRACE"))
-                fprintf(stderr, "    -> w%d fails operation %llu: rank %zu's job is gone\n", w,
-                        (unsigned long long)op->num, i);
-            op_fail(&o, op, A2A_ERR_UNAVAILABLE, 1,
-                    "the job of group rank %zu on worker w%d ended during operation %llu", i, w,
-                    (unsigned long long)op->num);
-            break;
-        }
+    while ((op = op_orphan(g, r, keep, dead ? ghost_of : NULL, S, &i)) != NULL) {
+        if (getenv("OP_TRACE"))
+            fprintf(stderr, "    -> w%d fails operation %llu: rank %zu's job is gone\n", w,
+                    (unsigned long long)op->num, i);
+        op_fail(&o, op, A2A_ERR_UNAVAILABLE, 1,
+                "the job of group rank %zu on worker w%d ended during operation %llu", i, w,
+                (unsigned long long)op->num);
     }
     run(S, w, &o);
     op_out_fini(&o);
