@@ -90,11 +90,12 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
         break;
     case FRAME_HEARTBEAT: r = msgpack_pack_array(&pk, 1) || msgpack_pack_int(&pk, f->type); break;
     case FRAME_READY:
-        r = msgpack_pack_array(&pk, 7) || msgpack_pack_int(&pk, f->type) ||
+        r = msgpack_pack_array(&pk, 8) || msgpack_pack_int(&pk, f->type) ||
             pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->dst) ||
             msgpack_pack_int(&pk, f->dtype) || msgpack_pack_array(&pk, 2 * f->n);
         for (size_t i = 0; r == 0 && i < f->n; i++)
             r = msgpack_pack_int64(&pk, f->srcs[i]) || msgpack_pack_int64(&pk, f->counts[i]);
+        r = r || msgpack_pack_int64(&pk, f->ttl);
         break;
     case FRAME_SLICE:
         r = msgpack_pack_array(&pk, 10) || msgpack_pack_int(&pk, f->type) ||
@@ -192,7 +193,9 @@ ready_decode(frame *f, const msgpack_object *a, char *err, size_t errlen)
         if (f->counts[i] < FRAME_DISCOVER)
             return msg_fail(err, errlen, "negative count");
     }
-    return 0;
+    if (wire_i64(&f->ttl, &a[7], "ttl", err, errlen) != 0)
+        return -1;
+    return f->ttl < 0 ? msg_fail(err, errlen, "negative ttl %lld", (long long)f->ttl) : 0;
 }
 
 /* auth_field reads a proof or nonce of exactly len bytes into out; with has, it may also be
@@ -219,7 +222,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
 {
     int32_t st = 0;
     static const uint32_t fields[] = {
-        [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
+        [FRAME_HELLO] = 5, [FRAME_READY] = 8,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
         [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2,
         [FRAME_WHERE] = 5, [FRAME_HERE] = 6};
     if (n != fields[f->type])

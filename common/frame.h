@@ -89,6 +89,11 @@ typedef struct {
     int64_t *counts;                 /* READY, malloc'd */
     int64_t count;                   /* SLICE: the sender's count; HERE: a number, or -1 */
     int32_t idle;                    /* HERE: bits (FRAME_HERE) */
+    int64_t ttl;                     /* READY: ms its call had left when it was sent (0: no
+                                        bound); a call that arrives later than that (expire)
+                                        meets an operation the sender has failed for sure */
+    int64_t expire;                  /* READY received: the local ms past which (engine_frame:
+                                        receipt + ttl; 0: none). Not on the wire */
     a2a_status status;               /* SLICE, ABORT */
     uint64_t offset;                 /* DATA: byte offset in the slice */
     uint64_t resync;                 /* ABORT: 0, or the lowest number the next calls may take */

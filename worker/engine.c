@@ -472,6 +472,8 @@ engine_run(engine *e, op_out *o)
 void
 engine_frame(engine *e, eng_peer *p, frame *f)
 {
+    if (f->type == FRAME_READY && f->ttl > 0) /* when the sender's call has failed for sure */
+        f->expire = rpc_now_ms() + f->ttl;
     op_group *g = engine_group_find(e, f->id.group);
     op_out o;
 
@@ -860,6 +862,8 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
         return st;
     }
     c->oc.op = op;
+    c->oc.arrive_ms = rpc_now_ms();
+    c->oc.ttl_ms = deadline - c->oc.arrive_ms > 0 ? deadline - c->oc.arrive_ms : 1;
     link_flush_begin();
     op_arrive(&o, op, &c->oc);
     engine_run(e, &o);

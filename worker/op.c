@@ -137,7 +137,9 @@ op_get(op_group *g, uint64_t num, int create)
     op->calls = calloc(g->n, sizeof(*op->calls));
     op->rx = calloc(g->nlocal * g->n, sizeof(*op->rx));
     op->tx = calloc(g->nlocal * g->n, sizeof(*op->tx));
-    if (op->calls == NULL || op->rx == NULL || op->tx == NULL) {
+    op->expire = calloc(g->n, sizeof(*op->expire));
+    if (op->calls == NULL || op->rx == NULL || op->tx == NULL || op->expire == NULL) {
+        free(op->expire);
         free(op->calls);
         free(op->rx);
         free(op->tx);
@@ -161,6 +163,7 @@ op_free(op_op *op)
 {
     for (size_t i = 0; i < op->g->nlocal * op->g->n; i++)
         free(op->rx[i].stash);
+    free(op->expire);
     free(op->calls);
     free(op->rx);
     free(op->tx);
@@ -429,6 +432,7 @@ readys(op_out *o, op_op *op, op_call *c, int placed)
         frame f = frame_of(op, FRAME_READY);
         f.dst = c->grank;
         f.dtype = c->dtype;
+        f.ttl = c->ttl_ms > 0 ? c->ttl_ms : 0;
         op_act *a = send_frame(o, (int)i, op, &f);
         if (a == NULL)
             return;
@@ -753,6 +757,18 @@ op_arrive(op_out *o, op_op *op, op_call *c)
     op->arrived++;
     c->sends_left = n;
     c->recvs_left = n;
+    /* a sender whose READY said its call would be over by now failed this operation without
+     * us (its deadline; its ABORT may still be on its way, slower than the application's own
+     * barrier): it cannot have completed, for that needed this call; so neither may we */
+    for (size_t s = 0; s < n && c->arrive_ms > 0 && op->status == A2A_OK; s++)
+        if (g->peer[s] >= 0 && op->expire[s] > 0 && c->arrive_ms > op->expire[s])
+            op_fail(o, op, A2A_ERR_DEADLINE_EXCEEDED, 1,
+                    "operation %llu on group \"%s\" timed out at group rank %zu (world rank "
+                    "%lld) %lld ms before group rank %lld's call came",
+                    (unsigned long long)op->num, g->name, s, (long long)g->world[s],
+                    (long long)(c->arrive_ms - op->expire[s]), (long long)me);
+    if (op->status != A2A_OK)
+        return; /* its thread sees the failure (a latecomer's, sent to the members too) */
     c->unknown = c->discover ? n : 0;
     c->placed = 0;
     for (size_t s = 0; s < n; s++)
@@ -1282,8 +1298,11 @@ op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f)
     case FRAME_READY:
         if (op->status != A2A_OK)
             reply_abort(o, peer, f, op->status, op->msg, 0);
-        else
+        else {
+            if (f->expire > 0 && f->dst >= 0 && (size_t)f->dst < g->n && g->peer[f->dst] == peer)
+                op->expire[f->dst] = f->expire;
             on_ready(o, g, peer, op, f);
+        }
         break;
     case FRAME_SLICE: on_slice(o, g, peer, op, f); break;
     case FRAME_ABORT: op_fail(o, op, f->status, 0, "%s", f->message); break;

@@ -97,8 +97,11 @@ typedef struct op_call {
     size_t unknown;    /* discovery: sources whose count is not known yet */
     int placed;        /* discovery: the receive counts and displacements are written */
     /* asking the member workers where the group is (op_ask), before it has a number */
-    uint64_t earlier; /* calls its job made on the group before this one, none numbered (they
-                       * failed before: liba2a sends op_next -1 - earlier) */
+    int64_t ttl_ms;    /* ms its call has left as it arrives (READY's ttl; 0: no bound) */
+    int64_t arrive_ms; /* when it arrives, in the engine's clock (0: not told): a sender whose
+                        * READY said it would have failed by then failed this operation */
+    uint64_t earlier;  /* calls its job made on the group before this one, none numbered (they
+                        * failed before: liba2a sends op_next -1 - earlier) */
     struct op_call *ask_next; /* in its group's list of asking calls */
     int asking;               /* 1 while answers are awaited */
     uint64_t ask_token;
@@ -140,6 +143,7 @@ struct op_op {
     op_tx *tx;            /* [lidx(s) * n + d] */
     size_t arrived, left; /* local calls that came, and that went */
     uint64_t resync;      /* its ABORT's resync (numbers differ), or 0 */
+    int64_t *expire;      /* by group rank: when its call has failed for sure (READY), or 0 */
     a2a_status status;
     char msg[1024];
 };

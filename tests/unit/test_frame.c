@@ -330,7 +330,7 @@ test_heartbeat_round_trip(void)
 static void
 test_ready_round_trip_empty(void)
 {
-    frame in = {.type = FRAME_READY, .dst = 0, .dtype = A2A_BFLOAT16}, out;
+    frame in = {.type = FRAME_READY, .dst = 0, .dtype = A2A_BFLOAT16, .ttl = 2999}, out;
 
     set_opid(&in, "hccl_world_group", 0, 0);
     round_trip(&in, 0, &out);
@@ -339,9 +339,32 @@ test_ready_round_trip_empty(void)
     CU_ASSERT_EQUAL(out.dst, 0);
     CU_ASSERT_EQUAL(out.dtype, A2A_BFLOAT16);
     CU_ASSERT_EQUAL(out.n, 0);
+    CU_ASSERT_EQUAL(out.ttl, 2999); /* the sender's call's time left */
+    CU_ASSERT_EQUAL(out.expire, 0); /* not on the wire: the receiver's engine sets it */
     CU_ASSERT_PTR_NULL(out.srcs);
     CU_ASSERT_PTR_NULL(out.counts);
     frame_fini(&out);
+}
+
+static void ready_header(mbuf *b, int64_t dst, int64_t dtype, const int64_t *l, size_t len);
+
+/* READY's ttl is 0 (no bound) or the ms left; a negative one is refused, naming it */
+static void
+test_ready_ttl(void)
+{
+    mbuf b;
+    int64_t l[2] = {0, 1};
+
+    ready_header(&b, 0, 0, l, 2);
+    b.sb.size--; /* the ttl 0 ready_header packed: a positive fixint, one byte */
+    msgpack_pack_int64(&b.pk, -5);
+    expect_fail(b.sb.data, b.sb.size, 0, "negative ttl -5", "ready ttl -5");
+    mb_fini(&b);
+    ready_header(&b, 0, 0, l, 2);
+    b.sb.size--;
+    mb_str(&b, "1");
+    expect_fail(b.sb.data, b.sb.size, 0, "ttl", "ready ttl a string");
+    mb_fini(&b);
 }
 
 static void
@@ -599,7 +622,7 @@ test_fini_zeroed(void)
 
 /* The number of fields of each type, the type itself included. */
 static const uint32_t nfields[] = {
-    [FRAME_HELLO] = 5, [FRAME_READY] = 7,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
+    [FRAME_HELLO] = 5, [FRAME_READY] = 8,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
     [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2,
     [FRAME_WHERE] = 5, [FRAME_HERE] = 6};
 
@@ -1093,7 +1116,7 @@ static void
 ready_header(mbuf *b, int64_t dst, int64_t dtype, const int64_t *l, size_t len)
 {
     mb_init(b);
-    msgpack_pack_array(&b->pk, 7);
+    msgpack_pack_array(&b->pk, 8);
     msgpack_pack_int(&b->pk, FRAME_READY);
     mb_str(b, "g");
     msgpack_pack_uint64(&b->pk, 1);
@@ -1103,6 +1126,7 @@ ready_header(mbuf *b, int64_t dst, int64_t dtype, const int64_t *l, size_t len)
     msgpack_pack_array(&b->pk, len);
     for (size_t i = 0; i < len; i++)
         msgpack_pack_int64(&b->pk, l[i]);
+    msgpack_pack_int64(&b->pk, 0); /* ttl: no bound */
 }
 
 static void
@@ -1214,7 +1238,7 @@ test_ready_list(void)
 
     /* a list claiming more items than bytes left */
     mb_init(&b);
-    msgpack_pack_array(&b.pk, 7);
+    msgpack_pack_array(&b.pk, 8);
     msgpack_pack_int(&b.pk, FRAME_READY);
     mb_str(&b, "g");
     msgpack_pack_uint64(&b.pk, 1);
@@ -1228,7 +1252,7 @@ test_ready_list(void)
     /* list items of the wrong type */
     for (size_t pos = 0; pos < 4; pos++) {
         mb_init(&b);
-        msgpack_pack_array(&b.pk, 7);
+        msgpack_pack_array(&b.pk, 8);
         msgpack_pack_int(&b.pk, FRAME_READY);
         mb_str(&b, "g");
         msgpack_pack_uint64(&b.pk, 1);
@@ -1241,11 +1265,12 @@ test_ready_list(void)
                 mb_str(&b, "1");
             else
                 msgpack_pack_int(&b.pk, 1);
+        msgpack_pack_int64(&b.pk, 0);
         expect_fail(b.sb.data, b.sb.size, 0, pos % 2 ? "count" : "src", "list item a string");
         mb_fini(&b);
         /* and 2^63, which is no int64 */
         mb_init(&b);
-        msgpack_pack_array(&b.pk, 7);
+        msgpack_pack_array(&b.pk, 8);
         msgpack_pack_int(&b.pk, FRAME_READY);
         mb_str(&b, "g");
         msgpack_pack_uint64(&b.pk, 1);
@@ -1258,6 +1283,7 @@ test_ready_list(void)
                 msgpack_pack_uint64(&b.pk, (uint64_t)1 << 63);
             else
                 msgpack_pack_int(&b.pk, 1);
+        msgpack_pack_int64(&b.pk, 0);
         expect_fail(b.sb.data, b.sb.size, 0, pos % 2 ? "count" : "src", "list item 2^63");
         mb_fini(&b);
     }
@@ -1377,6 +1403,7 @@ main(int argc, char **argv)
         {"proof and nonce lengths", test_auth_field_lengths},
         {"HEARTBEAT round trip", test_heartbeat_round_trip},
         {"READY round trip, no pairs", test_ready_round_trip_empty},
+        {"READY ttl", test_ready_ttl},
         {"READY round trip, many pairs", test_ready_round_trip_many},
         {"READY of CFG_MAX_RANKS sources fits the header limit", test_ready_header_limit},
         {"SLICE round trip", test_slice_round_trip},

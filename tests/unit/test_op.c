@@ -404,6 +404,41 @@ test_latecomer(void)
     one_fini(&t);
 }
 
+/* rank 1's READY said its call had until 1000 (its worker's receipt + ttl): rank 0 arriving
+ * at 1500 meets an operation rank 1 has failed for sure (it needed rank 0's slice), even when
+ * rank 1's ABORT has not come yet: DEADLINE_EXCEEDED at once, naming it, for both; arriving at
+ * 900, it goes on */
+static void
+test_ready_expired(void)
+{
+    for (int late = 0; late < 2; late++) {
+        one t;
+        int64_t srcs[] = {0}, counts[] = {1};
+        one_init(&t, 1, 1, 1, 1);
+        frame r = one_ready(7, srcs, counts);
+        r.ttl = 400;
+        r.expire = 1000;
+        op_frame(&t.o, t.g, 1, 11, &r);
+        t.c.arrive_ms = late ? 1500 : 900;
+        t.c.ttl_ms = 2000;
+        op_op *op = one_arrive(&t, 0);
+        if (late) {
+            CU_ASSERT_EQUAL(op->status, A2A_ERR_DEADLINE_EXCEEDED);
+            CU_ASSERT_STRING_EQUAL(op->msg,
+                                   "operation 0 on group \"g\" timed out at group rank 1 "
+                                   "(world rank 1) 500 ms before group rank 0's call came");
+            CU_ASSERT(one_count(&t, OPA_SEND, FRAME_ABORT) == 1); /* the members hear it */
+        } else {
+            CU_ASSERT_EQUAL(op->status, A2A_OK);
+            /* its own READY tells rank 1's worker how long it has */
+            const op_act *a = one_find(&t, OPA_SEND, FRAME_READY);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+            CU_ASSERT_EQUAL(a->f.ttl, 2000);
+        }
+        one_fini(&t);
+    }
+}
+
 /* zero counts everywhere: done without a byte moving */
 static void
 test_zero(void)
@@ -843,6 +878,7 @@ static const cu_test tests[] = {
     {"abort", test_abort},
     {"older_epoch", test_older_epoch},
     {"latecomer", test_latecomer},
+    {"ready_expired", test_ready_expired},
     {"zero", test_zero},
     {"discover", test_discover},
     {"discover_small", test_discover_small},
