@@ -49,6 +49,14 @@ add_test(NAME integration.job_death.remote
 set_tests_properties(integration.job_death.remote PROPERTIES TIMEOUT 120 LABELS "integration;faults"
   FAIL_REGULAR_EXPRESSION "FAIL" ENVIRONMENT "A2A_JOB_MODE=remote")
 
+# a call that arrives after another member's call timed out, whose ABORT cannot come (its
+# worker stopped): DEADLINE_EXCEEDED at once naming it, never OK with its slices
+add_test(NAME integration.late_arrival
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_late_arrival.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.late_arrival PROPERTIES TIMEOUT 120 LABELS "integration;faults"
+  FAIL_REGULAR_EXPRESSION "FAIL")
+
 # every path from a job to its worker (channel, socket, TCP) carries the job's operation
 # numbers both ways (the socket and TCP replies lost them before)
 add_test(NAME integration.opnum

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# test_late_arrival.sh - a call that arrives after another member's call timed out, while that
+# member's ABORT cannot come (its worker is stopped): it must fail, not complete OK with the
+# slices the timed-out call sent (integration.late_arrival; RELIABILITY finding 5).
+#
+# usage: test_late_arrival.sh A2A_COORDINATOR A2A_WORKER SEQCHECK
+#
+# Group m = world ranks 0 (w0) and 1 (w1). Rank 0 calls with a 1 s timeout; its READY and eager
+# slice reach w1. At 0.5 s w0 is stopped (SIGSTOP), so nothing of w0 (its ABORT at 1 s) can
+# reach w1. At 1.6 s rank 1 calls:
+#   a. rank 1's call fails at once with DEADLINE_EXCEEDED naming world rank 0 (rank 0's READY
+#      said its call had 1 s left); before, it completed OK with rank 0's slice;
+#   b. after SIGCONT, rank 0's call fails too (DEADLINE_EXCEEDED): the two agree;
+#   c. the next calls of both are OK with the right data.
+set -u
+coord_bin=$1 worker_bin=$2 seqcheck=$3
+dir=$(mktemp -d "${TMPDIR:-/tmp}/a2a-late.XXXXXX")
+cfg=$dir/cluster.yaml
+declare -A pid=()
+rank_pids=()
+here=$(dirname "${BASH_SOURCE[0]}")
+# shellcheck source=services.sh
+. "$here/services.sh"
+# shellcheck source=cluster.sh
+. "$here/cluster.sh"
+serve_pid=
+cleanup() {
+    local p
+    for p in "${pid[@]}"; do kill -CONT "$p" 2>/dev/null; done
+    [ -n "$serve_pid" ] && kill -9 "$serve_pid" 2>/dev/null
+    services_cleanup
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
+
+write_config() { two_workers 1 m; }
+api() { echo "tcp://127.0.0.1:${ports[1 + 2 * $1]}"; }
+passed=0
+ok() {
+    echo "ok: $*"
+    passed=$((passed + 1))
+}
+rank() { # R LOG ARGS...: a job of world rank R in the background
+    local r=$1 log=$2
+    shift 2
+    A2A_WORKER_URL=$(api "$r") A2A_RANK=$r "$seqcheck" --group m --members 0,1 "$@" >"$log" 2>&1 &
+    rank_pids[r]=$!
+}
+
+start_cluster 5 w0 w1
+
+# rank 1's job serves calls told over a fifo, so that its late call has its number and asks
+# nothing (a new job's first call would ask w0, which is stopped)
+mkfifo "$dir/in.1"
+A2A_WORKER_URL=$(api 1) A2A_RANK=1 "$seqcheck" --group m --members 0,1 --timeout 3000 serve \
+    <"$dir/in.1" >"$dir/r1.log" 2>&1 &
+serve_pid=$!
+exec {in1}>"$dir/in.1"
+ncmd=0
+serve() { # N: rank 1's job makes N more calls; 0 when it said done in time
+    ncmd=$((ncmd + 1))
+    echo "$1" >&"$in1"
+    local end=$((SECONDS + 20))
+    while ! grep -q "^rank 1 done $ncmd\$" "$dir/r1.log"; do
+        ((SECONDS < end)) || return 1
+        kill -0 "$serve_pid" 2>/dev/null || fail "rank 1's job died: $(tail -n 5 "$dir/r1.log")"
+        sleep 0.02
+    done
+}
+
+# warm-up: operation 0 OK on both (the links are up, both ranks heard)
+rank 0 "$dir/warm0.log" --timeout 5000 calls 1
+serve 1 || fail "warm-up: rank 1's call did not return"
+wait_pid "${rank_pids[0]}" 15 || fail "warm-up: rank 0's call did not return"
+grep -q "status=OK data=ok" "$dir/warm0.log" && grep -q "^rank 1 call 0 status=OK data=ok" "$dir/r1.log" ||
+    fail "warm-up: $(cat "$dir/warm0.log" "$dir/r1.log")"
+ok "warm-up: operation 0 OK on both ranks"
+
+# a: rank 0 calls operation 1 (1 s), w0 stopped at 0.5 s, rank 1 calls at 1.6 s
+rank 0 "$dir/late0.log" --timeout 1000 --base 1 calls 1
+sleep 0.5
+kill -STOP "${pid[w0]}"
+sleep 1.1
+t0=$(date +%s%N)
+serve 1 || fail "check a: rank 1's call did not return"
+ms=$((($(date +%s%N) - t0) / 1000000))
+line=$(grep "^rank 1 call 1 " "$dir/r1.log")
+case "$line" in
+*"status=OK"*)
+    fail "check a: rank 1's call returned OK with the slices of a call that had timed out: $line" ;;
+*"status=DEADLINE_EXCEEDED"*"world rank 0"*) ok "check a: rank 1 (${ms} ms): ${line:0:230}" ;;
+*) fail "check a: rank 1's call is not DEADLINE_EXCEEDED naming world rank 0: $line" ;;
+esac
+((ms < 2500)) || fail "check a: rank 1's call took ${ms} ms: not at once"
+kill -CONT "${pid[w0]}"
+wait_pid "${rank_pids[0]}" 10 || fail "check b: rank 0's call did not return after SIGCONT"
+line=$(grep "^rank 0 call 1 " "$dir/late0.log")
+case "$line" in
+*"status=OK"*) fail "check b: rank 0's call returned OK while rank 1's failed: $line" ;;
+*"status=DEADLINE_EXCEEDED"*) ok "check b: rank 0: ${line:0:200}" ;;
+*) fail "check b: rank 0's call: $line" ;;
+esac
+
+# c: both go on (rank 0 a new job, rank 1 its serving one: operation 2, the next for both)
+rank 0 "$dir/next0.log" --timeout 5000 --base 2 calls 2
+serve 2 || fail "check c: rank 1's calls did not return"
+wait_pid "${rank_pids[0]}" 20 || fail "check c: rank 0's calls did not return"
+grep -q "^rank 0 call 3 status=OK data=ok" "$dir/next0.log" || fail "check c: rank 0: $(cat "$dir/next0.log")"
+grep -q "^rank 1 call 3 status=OK data=ok" "$dir/r1.log" || fail "check c: rank 1: $(cat "$dir/r1.log")"
+ok "check c: the next calls are OK with the right data on both ranks"
+exec {in1}>&-
+wait_pid "$serve_pid" 10
+serve_pid=
+echo "PASS ($passed checks)"
