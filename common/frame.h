@@ -33,8 +33,10 @@
 _Static_assert((uint64_t)CFG_MAX_RANKS * 12 + 512 <= FRAME_HEADER_MAX,
                "a READY for every rank must fit in a frame header");
 #define FRAME_PAYLOAD_MAX (4u << 20)
-/* A small slice goes with its SLICE frame (eager), without waiting for READY. */
-#define FRAME_EAGER_MAX 4096u
+/* A small slice goes with its SLICE frame (eager), without waiting for READY: at most 32 KiB,
+ * and in a group of n ranks at most OP_EAGER_TOTAL / n^2 (op_eager_max in worker/op.c; measured
+ * in docs/PERFORMANCE.md, "The eager limit"). */
+#define FRAME_EAGER_MAX 32768u
 /* A READY count of FRAME_DISCOVER: the receiver discovers its counts; the sender answers with
  * its count (a SLICE without payload, or its eager SLICE) and, for a slice that is not eager,
  * sends the slice once a second READY gives the count back (worker/op.h). */

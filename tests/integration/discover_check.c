@@ -3,7 +3,7 @@
  * recv_counts_out), run under a2a-launch (one process per rank). argv[1]:
  *
  *   random SEED ITERS  random count matrices in all 12 dtypes on the world group: zero,
- *                      eager (<= 4 KiB) and streamed slices (some over 1 MiB, several DATA
+ *                      eager (<= 32 KiB) and streamed slices (some over 1 MiB, several DATA
  *                      chunks), the self slice, local pairs and remote pairs. Each rank
  *                      discovers or gives its counts (then recv_counts_out gets them too) at
  *                      random, with a plain buffer or one from a2a_buffer_alloc, and a capacity
@@ -88,9 +88,9 @@ matrix(int64_t *M, int64_t n, size_t es, uint64_t tag)
         if (kind < 2)
             b = 0;
         else if (kind < 6)
-            b = 1 + rng_below(&rng, 4096); /* eager (at most 4 KiB) */
+            b = 1 + rng_below(&rng, 32768); /* eager (at most 32 KiB) */
         else if (kind < 9)
-            b = 4097 + rng_below(&rng, 200000); /* streamed, one DATA chunk */
+            b = 32769 + rng_below(&rng, 200000); /* streamed, one DATA chunk */
         else
             b = (1 << 20) + rng_below(&rng, 1 << 20); /* several chunks */
         M[i] = (b + (int64_t)es - 1) / (int64_t)es;

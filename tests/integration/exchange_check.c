@@ -541,7 +541,8 @@ random_mode(a2a_job *job, int64_t N, uint64_t seed, int64_t iters)
                 int64_t n = g->n, *M = malloc((size_t)(n * n) * 8);
                 uint64_t tag =
                     seed * 1000003ULL + (uint64_t)it * 131 + (uint64_t)dt * 7 + (uint64_t)k;
-                fill_matrix(mix64(tag), n, 3000, M);
+                /* up to 64 KiB a slice: both sides of the 32 KiB eager limit, every dtype */
+                fill_matrix(mix64(tag), n, 65536 / (int64_t)a2a_dtype_size((a2a_dtype)dt), M);
                 if (it == big_iter) { /* one slice > 2.5 MiB: several 1 MiB chunks */
                     uint64_t rng = mix64(tag ^ 0xB16);
                     int64_t s = rng_below(&rng, n), d = rng_below(&rng, n);

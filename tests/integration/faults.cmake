@@ -75,13 +75,14 @@ foreach(t trickle flood)
     FAIL_REGULAR_EXPRESSION "FAIL")
 endforeach()
 
-# the same race with slices over the eager limit (4096 uint64: READY, then SLICE and DATA)
+# the same race with slices over the eager limit (4100 uint64, 32800 bytes > FRAME_EAGER_MAX: READY,
+# then SLICE and DATA)
 add_test(NAME integration.restart_race.rendezvous
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_restart_race.sh
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
 set_tests_properties(integration.restart_race.rendezvous PROPERTIES TIMEOUT 300
   LABELS "integration;faults" FAIL_REGULAR_EXPRESSION "FAIL"
-  ENVIRONMENT "RACE_COUNT=4096;RACE_ROUNDS=30;RACE_PERSISTENT_ROUNDS=15;RACE_BUDGET_S=220")
+  ENVIRONMENT "RACE_COUNT=4100;RACE_ROUNDS=30;RACE_PERSISTENT_ROUNDS=15;RACE_BUDGET_S=220")
 
 # The fault campaign (campaign.sh): every rank loops verified exchanges while
 # 50 random faults (CAMPAIGN_FAULTS) come one after another: kill -9 and

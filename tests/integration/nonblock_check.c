@@ -105,7 +105,7 @@ op_make(op *o, const char *group, int64_t n, int64_t me, const int64_t *world, a
     o->n = n, o->me = me, o->world = world, o->dt = dt, o->tag = tag;
     for (int64_t i = 0; i < n * n; i++) {
         uint64_t r = mix64(rng + (uint64_t)i), kind = r % 10, b;
-        b = kind < 2 ? 0 : kind < 7 ? 1 + (r >> 8) % 4096 : 4097 + (r >> 8) % 300000;
+        b = kind < 2 ? 0 : kind < 7 ? 1 + (r >> 8) % 32768 : 32769 + (r >> 8) % 300000;
         M[i] = (int64_t)((b + es - 1) / es);
     }
     o->discover = (mix64(tag ^ (uint64_t)me) & 1) != 0;

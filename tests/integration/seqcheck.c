@@ -20,8 +20,8 @@
  *                     the worker; given, the job asks nothing before its first
  *                     call, so the first thing its worker sees is the call)
  *   --timeout MS      timeout_ms of every call (default 3000)
- *   --count N         elements per slice (default 8: eager; over 512 is
- *                     rendezvous)
+ *   --count N         elements per slice (default 8: eager; over 4096, 32 KiB,
+ *                     is rendezvous)
  *   --base I          the index of the first call (default 0)
  *   --pause MS        lockstep: sleep after every round (default 20)
  *   --announce 1      lockstep: print "rank W round I begin start=T" (Unix ms)

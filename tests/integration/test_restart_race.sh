@@ -7,7 +7,7 @@
 # env: RACE_ROUNDS (rounds of the fresh variant, default 100),
 #      RACE_PERSISTENT_ROUNDS (of the persistent one, default 50),
 #      RACE_TIMEOUT_MS (the calls' timeout, default 3000), RACE_COUNT (uint64
-#      per slice, default 8: eager slices; 4096 takes the rendezvous path),
+#      per slice, default 8: eager slices; 4100 takes the rendezvous path),
 #      RACE_BUDGET_S (no round starts after this many seconds, default 330: the
 #      ctest timeout is 420; the fresh variant gets 2/5 of it, the persistent
 #      one the rest), KEEP_DIR=1 keeps the logs.

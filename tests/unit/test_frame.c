@@ -960,14 +960,19 @@ test_eager_slice(void)
 {
     /* a SLICE may carry its slice: exactly count * dtype size bytes, at most FRAME_EAGER_MAX */
     eager_case(10, A2A_INT32, 40, NULL);
-    eager_case(1024, A2A_FLOAT32, FRAME_EAGER_MAX, NULL);
+    _Static_assert(FRAME_EAGER_MAX == 32768, "the messages below name the limit");
+    eager_case(FRAME_EAGER_MAX / 4, A2A_FLOAT32, FRAME_EAGER_MAX, NULL);
     eager_case(FRAME_EAGER_MAX, A2A_INT8, FRAME_EAGER_MAX, NULL);
+    eager_case(FRAME_EAGER_MAX / 8, A2A_INT64, FRAME_EAGER_MAX, NULL);
     eager_case(10, A2A_INT32, 0, NULL); /* no payload: the data follows after READY */
     eager_case(10, A2A_INT32, 39, "39 payload bytes");
     eager_case(10, A2A_INT32, 41, "41 payload bytes");
     eager_case(10, A2A_INT64, 40, "40 payload bytes"); /* the dtype decides the size */
-    eager_case(1025, A2A_FLOAT32, 4100, "4100 payload bytes");
-    eager_case(FRAME_EAGER_MAX + 1, A2A_INT8, FRAME_EAGER_MAX + 1, "at most 4096");
+    eager_case(1025, A2A_FLOAT32, 4100, NULL);         /* over the old 4 KiB limit: eager now */
+    eager_case(FRAME_EAGER_MAX / 4 + 1, A2A_FLOAT32, FRAME_EAGER_MAX + 4, "32772 payload bytes");
+    eager_case(FRAME_EAGER_MAX + 1, A2A_INT8, FRAME_EAGER_MAX + 1, "at most 32768");
+    eager_case(FRAME_EAGER_MAX + 1, A2A_INT8, FRAME_EAGER_MAX, "32768 payload bytes");
+    eager_case(FRAME_EAGER_MAX / 8 + 1, A2A_INT64, FRAME_EAGER_MAX + 8, "at most 32768");
     eager_case(0, A2A_INT32, 1, "1 payload bytes"); /* nothing to carry */
     /* a count whose byte size wraps around must not pass for a small payload */
     eager_case(((int64_t)1 << 62) + 1, A2A_INT32, 4, "payload bytes");

@@ -42,6 +42,11 @@
 
 /* ---- directed: one worker (w0) with group rank 0, rank 1 on w1, frames fed by hand ---- */
 
+/* a slice of BIG int64 is over the eager limit of a group of 2 (op_eager_max(2) =
+ * FRAME_EAGER_MAX): it is announced and streamed after READY */
+#define BIG 4200
+_Static_assert(BIG * 8 > FRAME_EAGER_MAX, "BIG must be over the eager limit");
+
 typedef struct {
     op_env env;
     const char *names[2];
@@ -49,7 +54,7 @@ typedef struct {
     op_call c;
     int64_t counts[8];
     uint64_t pre_at[2];
-    int64_t sendbuf[700];
+    int64_t sendbuf[BIG + 100];
     op_out o;
 } one;
 
@@ -182,15 +187,15 @@ static void
 test_count_mismatch(void)
 {
     one t;
-    one_init(&t, 1, 600, 1, 600); /* streamed both ways (600 int64: over the eager limit) */
+    one_init(&t, 1, BIG, 1, BIG); /* streamed both ways (BIG int64: over the eager limit) */
     op_op *op = one_arrive(&t, 0);
     CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 1);
     CU_ASSERT_EQUAL(one_count(&t, OPA_COPY, -1), 1); /* 0 -> 0, by the call's own thread */
     op_out_reset(&t.o);
-    frame f = one_slice(1, 0, 601);
+    frame f = one_slice(1, 0, BIG + 1);
     op_frame(&t.o, t.g, 1, 11, &f);
     CU_ASSERT_EQUAL(op->status, A2A_ERR_COUNT_MISMATCH);
-    CU_ASSERT_STRING_EQUAL(op->msg, "rank 1 sends 601 int64 to rank 0, which expects 600");
+    CU_ASSERT_STRING_EQUAL(op->msg, "rank 1 sends 4201 int64 to rank 0, which expects 4200");
     const op_act *a = one_find(&t, OPA_SEND, FRAME_ABORT);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT_EQUAL(a->peer, 1);
@@ -199,15 +204,15 @@ test_count_mismatch(void)
     CU_ASSERT_EQUAL(one_count(&t, OPA_WAKE, -1), 1);
     one_fini(&t);
 
-    /* the send side: READY says rank 1 expects 599 from rank 0, which sends 600 */
-    one_init(&t, 1, 600, 1, 600);
+    /* the send side: READY says rank 1 expects BIG - 1 from rank 0, which sends BIG */
+    one_init(&t, 1, BIG, 1, BIG);
     op = one_arrive(&t, 0);
     op_out_reset(&t.o);
-    int64_t srcs[] = {0}, counts[] = {599};
+    int64_t srcs[] = {0}, counts[] = {BIG - 1};
     f = one_ready(7, srcs, counts);
     op_frame(&t.o, t.g, 1, 11, &f);
     CU_ASSERT_EQUAL(op->status, A2A_ERR_COUNT_MISMATCH);
-    CU_ASSERT_STRING_EQUAL(op->msg, "rank 0 sends 600 int64 to rank 1, which expects 599");
+    CU_ASSERT_STRING_EQUAL(op->msg, "rank 0 sends 4200 int64 to rank 1, which expects 4199");
     CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 0); /* nothing of it leaves */
     one_fini(&t);
 }
@@ -217,17 +222,17 @@ static void
 test_duplicates(void)
 {
     one t;
-    one_init(&t, 1, 600, 1, 600);
+    one_init(&t, 1, BIG, 1, BIG);
     op_op *op = one_arrive(&t, 0);
     op_out_reset(&t.o);
-    int64_t srcs[] = {0}, counts[] = {600};
+    int64_t srcs[] = {0}, counts[] = {BIG};
     frame f = one_ready(7, srcs, counts);
     op_frame(&t.o, t.g, 1, 11, &f);
     op_frame(&t.o, t.g, 1, 11, &f);
     CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_SLICE), 1);
     CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 1);
     CU_ASSERT_EQUAL(op->status, A2A_OK);
-    frame s = one_slice(1, 0, 600);
+    frame s = one_slice(1, 0, BIG);
     op_frame(&t.o, t.g, 1, 11, &s);
     op_frame(&t.o, t.g, 1, 11, &s);
     CU_ASSERT_EQUAL(op->status, A2A_OK);
@@ -333,7 +338,7 @@ static void
 test_abort(void)
 {
     one t;
-    one_init(&t, 1, 600, 1, 600);
+    one_init(&t, 1, BIG, 1, BIG);
     op_op *op = one_arrive(&t, 0);
     op_out_reset(&t.o);
     frame f = one_frame(FRAME_ABORT, 7, 0);
@@ -361,10 +366,10 @@ static void
 test_older_epoch(void)
 {
     one t;
-    one_init(&t, 1, 600, 1, 600);
+    one_init(&t, 1, BIG, 1, BIG);
     op_op *op = one_arrive(&t, 0);
     op_out_reset(&t.o);
-    int64_t srcs[] = {0}, counts[] = {600};
+    int64_t srcs[] = {0}, counts[] = {BIG};
     frame r = one_ready(6, srcs, counts);
     op_frame(&t.o, t.g, 1, 11, &r);
     CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_ABORT) >= 2, 1);
@@ -573,6 +578,66 @@ test_discover_eager(void)
     }
 }
 
+/* the eager limit: a slice of exactly op_eager_max(n) bytes leaves with its SLICE when its
+ * call arrives, one element more is announced and streamed after READY; a receiver fails an
+ * eager slice over its group's limit */
+static void
+test_eager_limit(void)
+{
+    one t;
+    int64_t lim = (int64_t)op_eager_max(2) / 8;
+    CU_ASSERT_EQUAL(op_eager_max(2), FRAME_EAGER_MAX);
+    CU_ASSERT_EQUAL(op_eager_max(11), FRAME_EAGER_MAX);      /* 11 * 11 * 32 KiB <= 4 MiB */
+    CU_ASSERT_EQUAL(op_eager_max(12), OP_EAGER_TOTAL / 144); /* past it: 4 MiB / n^2 */
+    CU_ASSERT_EQUAL(op_eager_max(64), 1024);
+    CU_ASSERT_EQUAL(op_eager_max(0), 0);
+    /* what a receiver keeps for one operation: n * n slices at most, within OP_EAGER_TOTAL */
+    for (uint64_t n = 1; n <= 70000; n++) {
+        uint64_t m = op_eager_max((size_t)n);
+        if (m > FRAME_EAGER_MAX || n * n * m > OP_EAGER_TOTAL) {
+            CU_FAIL("op_eager_max over its bound");
+            break;
+        }
+    }
+
+    one_init(&t, 1, lim, 1, 1);
+    op_op *op = one_arrive(&t, 0);
+    const op_act *a = one_find(&t, OPA_SEND, FRAME_SLICE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->f.count, lim);
+    CU_ASSERT_EQUAL(a->plen, FRAME_EAGER_MAX);
+    CU_ASSERT_EQUAL(op->tx[1].state, TX_EAGER);
+    one_fini(&t);
+
+    one_init(&t, 1, lim + 1, 1, 1);
+    op = one_arrive(&t, 0);
+    for (size_t i = 0; i < t.o.n; i++)
+        CU_ASSERT(t.o.a[i].type != OPA_SEND || t.o.a[i].plen == 0); /* no payload before READY */
+    CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 0);
+    CU_ASSERT_NOT_EQUAL(op->tx[1].state, TX_EAGER);
+    op_out_reset(&t.o);
+    int64_t srcs[] = {0}, counts[] = {lim + 1};
+    frame f = one_ready(7, srcs, counts);
+    op_frame(&t.o, t.g, 1, 11, &f);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 1); /* streamed after READY */
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    one_fini(&t);
+
+    /* the receiving side: one element over the limit with its bytes fails the operation */
+    one_init(&t, 1, 1, 1, lim + 1);
+    op = one_arrive(&t, 0);
+    frame s = one_slice(1, 0, lim + 1);
+    s.payload_len = (size_t)(lim + 1) * 8;
+    s.payload = calloc(1, s.payload_len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s.payload);
+    op_frame(&t.o, t.g, 1, 11, &s);
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_INTERNAL);
+    CU_ASSERT_STRING_EQUAL(op->msg, "rank 1 sent rank 0 an eager slice of 32776 bytes (limit "
+                                    "32768 in a group of 2)");
+    frame_fini(&s);
+    one_fini(&t);
+}
+
 /* the sending side of a discovering receiver: READY(-1) is answered with the count alone, the
  * slice leaves at the second READY; an eager slice's pair is done only at the second READY */
 static void
@@ -580,19 +645,19 @@ test_discover_sender(void)
 {
     one t;
     int64_t srcs[] = {0}, counts[] = {FRAME_DISCOVER};
-    one_init(&t, 1, 600, 1, 1);
+    one_init(&t, 1, BIG, 1, 1);
     op_op *op = one_arrive(&t, 0);
     op_out_reset(&t.o);
     frame f = one_ready(7, srcs, counts);
     op_frame(&t.o, t.g, 1, 11, &f);
     const op_act *a = one_find(&t, OPA_SEND, FRAME_SLICE);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT_EQUAL(a->f.count, 600);
+    CU_ASSERT_EQUAL(a->f.count, BIG);
     CU_ASSERT_EQUAL(a->plen, 0);
     CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 0);
     CU_ASSERT_EQUAL(op->tx[1].state, TX_ANNOUNCED);
     op_out_reset(&t.o);
-    counts[0] = 600;
+    counts[0] = BIG;
     op_frame(&t.o, t.g, 1, 11, &f);
     CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 1);
     CU_ASSERT_EQUAL(op->status, A2A_OK);
@@ -884,6 +949,7 @@ static const cu_test tests[] = {
     {"discover_small", test_discover_small},
     {"discover_eager", test_discover_eager},
     {"discover_sender", test_discover_sender},
+    {"eager_limit", test_eager_limit},
     {"discover_orders", test_discover_orders},
     {"exhaustive_2", test_exhaustive_2},
     {"exhaustive_3", test_exhaustive_3},
