@@ -51,6 +51,41 @@ two_workers() {
     } >"$cfg"
 }
 
+# serve_start R LOG ARGS...: a job of world rank R, "$seqcheck ARGS serve" (tests/integration/
+# seqcheck.c), that lives through the test and makes calls when told (serve); its worker's URL
+# from the sourcing script's api R; its pid in serve_pid (the EXIT trap should kill it)
+serve_start() {
+    local r=$1 log=$2
+    shift 2
+    mkfifo "$dir/in.$r"
+    A2A_WORKER_URL=$(api "$r") A2A_RANK=$r "$seqcheck" "$@" serve <"$dir/in.$r" >"$log" 2>&1 &
+    serve_pid=$!
+    serve_rank=$r
+    serve_log=$log
+    serve_ncmd=0
+    exec {serve_fd}>"$dir/in.$r" # opens once the job has opened its end
+}
+
+# serve N: the serving job makes N more calls; 0 when it said "done" within 20 s
+serve() {
+    local end=$((SECONDS + 20))
+    serve_ncmd=$((serve_ncmd + 1))
+    echo "$1" >&"$serve_fd"
+    while ! grep -q "^rank $serve_rank done $serve_ncmd\$" "$serve_log"; do
+        ((SECONDS < end)) || return 1
+        kill -0 "$serve_pid" 2>/dev/null ||
+            fail "rank $serve_rank's serving job died: $(tail -n 5 "$serve_log")"
+        sleep 0.02
+    done
+}
+
+# serve_stop: end of its input; the serving job ends
+serve_stop() {
+    exec {serve_fd}>&-
+    wait_pid "$serve_pid" 10
+    serve_pid=
+}
+
 # show_service_logs [LINES]: the last LINES (30) lines of the services' logs (not the jobs').
 show_service_logs() {
     local f n=${1:-30}

@@ -50,24 +50,8 @@ ok() {
 
 start_cluster 5 w0 w1
 
-# rank 0's job: one process through the whole test, told how many calls to make
-mkfifo "$dir/in.0"
-A2A_WORKER_URL=$(api 0) A2A_RANK=0 "$seqcheck" --group m --members 0,1 --timeout 5000 serve \
-    <"$dir/in.0" >"$dir/r0.log" 2>&1 &
-serve_pid=$!
-exec {in0}>"$dir/in.0"
-ncmd=0
-# serve N: rank 0's job makes N more calls; 0 when it said done in time
-serve() {
-    ncmd=$((ncmd + 1))
-    echo "$1" >&"$in0"
-    local end=$((SECONDS + 20))
-    while ! grep -q "^rank 0 done $ncmd\$" "$dir/r0.log"; do
-        ((SECONDS < end)) || return 1
-        kill -0 "$serve_pid" 2>/dev/null || fail "rank 0's job died: $(tail -n 5 "$dir/r0.log")"
-        sleep 0.05
-    done
-}
+# rank 0's job: one process through the whole test, told how many calls to make (serve)
+serve_start 0 "$dir/r0.log" --group m --members 0,1 --timeout 5000
 # r0_call I: rank 0's line of call I
 r0_call() { grep "^rank 0 call $1 " "$dir/r0.log"; }
 # rank1 LOG ARGS...: a job of world rank 1 in the background
@@ -160,7 +144,5 @@ for i in 6 7; do
 done
 ok "check d: call 5 failed on both ranks, calls 6-7 OK with the right data on both"
 
-exec {in0}>&-
-wait_pid "$serve_pid" 10
-serve_pid=
+serve_stop
 echo "PASS ($passed checks)"

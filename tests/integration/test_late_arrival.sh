@@ -52,22 +52,7 @@ start_cluster 5 w0 w1
 
 # rank 1's job serves calls told over a fifo, so that its late call has its number and asks
 # nothing (a new job's first call would ask w0, which is stopped)
-mkfifo "$dir/in.1"
-A2A_WORKER_URL=$(api 1) A2A_RANK=1 "$seqcheck" --group m --members 0,1 --timeout 3000 serve \
-    <"$dir/in.1" >"$dir/r1.log" 2>&1 &
-serve_pid=$!
-exec {in1}>"$dir/in.1"
-ncmd=0
-serve() { # N: rank 1's job makes N more calls; 0 when it said done in time
-    ncmd=$((ncmd + 1))
-    echo "$1" >&"$in1"
-    local end=$((SECONDS + 20))
-    while ! grep -q "^rank 1 done $ncmd\$" "$dir/r1.log"; do
-        ((SECONDS < end)) || return 1
-        kill -0 "$serve_pid" 2>/dev/null || fail "rank 1's job died: $(tail -n 5 "$dir/r1.log")"
-        sleep 0.02
-    done
-}
+serve_start 1 "$dir/r1.log" --group m --members 0,1 --timeout 3000
 
 # warm-up: operation 0 OK on both (the links are up, both ranks heard)
 rank 0 "$dir/warm0.log" --timeout 5000 calls 1
@@ -109,7 +94,5 @@ wait_pid "${rank_pids[0]}" 20 || fail "check c: rank 0's calls did not return"
 grep -q "^rank 0 call 3 status=OK data=ok" "$dir/next0.log" || fail "check c: rank 0: $(cat "$dir/next0.log")"
 grep -q "^rank 1 call 3 status=OK data=ok" "$dir/r1.log" || fail "check c: rank 1: $(cat "$dir/r1.log")"
 ok "check c: the next calls are OK with the right data on both ranks"
-exec {in1}>&-
-wait_pid "$serve_pid" 10
-serve_pid=
+serve_stop
 echo "PASS ($passed checks)"
