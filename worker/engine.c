@@ -754,6 +754,8 @@ orphans_fail(engine *e, op_group *g, int64_t r, const xfer_sess *sess, const op_
 
     op_out_init(&o);
     while ((op = op_orphan(g, r, keep, sess != NULL ? in_sess : NULL, sess, &i)) != NULL) {
+        if (g->lidx[i] >= 0 && g->seq.next[g->lidx[i]] == op->num + 1)
+            g->seq.orphaned[g->lidx[i]] = 1; /* its replacement may be this one's latecomer */
         log_info("group \"%s\": the job of world rank %lld went away during operation %llu: "
                  "failing it",
                  g->name, (long long)g->world[i], (unsigned long long)op->num);

@@ -18,8 +18,9 @@ group_seq_init(group_seq *gs, size_t nlocal, const int64_t *world)
     gs->jump = calloc(nlocal, sizeof(*gs->jump));
     gs->jump_after = calloc(nlocal, sizeof(*gs->jump_after));
     gs->known = calloc(nlocal, sizeof(*gs->known));
+    gs->orphaned = calloc(nlocal, sizeof(*gs->orphaned));
     if (gs->world == NULL || gs->next == NULL || gs->busy == NULL || gs->jump == NULL ||
-        gs->jump_after == NULL || gs->known == NULL)
+        gs->jump_after == NULL || gs->known == NULL || gs->orphaned == NULL)
         return -1;
     memcpy(gs->world, world, nlocal * sizeof(*world));
     return 0;
@@ -34,7 +35,9 @@ group_seq_fini(group_seq *gs)
     free(gs->jump);
     free(gs->jump_after);
     free(gs->known);
+    free(gs->orphaned);
     gs->known = NULL;
+    gs->orphaned = NULL;
     gs->world = NULL;
     gs->next = NULL;
     gs->busy = NULL;
@@ -53,6 +56,7 @@ group_seq_carry(group_seq *gs, const group_seq *old)
                 gs->busy[i] = old->busy[j];
                 gs->jump[i] = old->jump[j];
                 gs->jump_after[i] = old->jump_after[j];
+                gs->orphaned[i] = old->orphaned[j];
                 gs->known[i] = 1;
             }
     memcpy(gs->hist, old->hist, sizeof(gs->hist));
@@ -206,6 +210,7 @@ group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed)
     gs->next[lidx] = num + 1;
     gs->busy[lidx] = 1;
     gs->known[lidx] = 1;
+    gs->orphaned[lidx] = 0;
     return num;
 }
 

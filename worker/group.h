@@ -43,6 +43,9 @@ typedef struct {
     uint64_t *jump;       /* by local index: a resync floor for its next call (0: none) */
     uint64_t *jump_after; /* by local index: one for the call after that (0: none) */
     int *known;           /* by local index: next is known (a call came, or a record carried) */
+    int *orphaned;        /* by local index: its last call's job went away in it (orphans_fail):
+                           * its replacement redoes that round, so it may be that operation's
+                           * latecomer (op_ask_take) */
     group_failed hist[GROUP_HISTORY];
     size_t nhist;        /* failures recorded (hist is a ring of the last GROUP_HISTORY) */
     uint64_t hint;       /* the highest number a peer's rank is in or was in (READY) */

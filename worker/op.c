@@ -975,12 +975,12 @@ op_ask_take(const op_group *g, const op_call *c, uint64_t n, int late)
 
     int known = l < gs->nlocal && gs->known[l];
 
-    /* late to n - 1: only when the rank was in it here (its earlier job's call failed with the
-     * others': a lockstep replacement redoes that round), or when this worker knows nothing of
-     * the rank. An operation n - 1 that failed here without the rank (its earlier job was gone
-     * before it) is one the others went on from; a new job of theirs may well be patient for n
-     * too, and two new jobs must take the same number. */
-    if (late && n > 0 && (!known || gs->next[l] >= n))
+    /* late to n - 1: only when the rank's earlier job went away in it here (orphans_fail: a
+     * lockstep replacement redoes that round), or when this worker knows nothing of the rank.
+     * An operation n - 1 whose failure the earlier job saw (its call returned) is behind the
+     * rank; one that failed here without the rank is one the others went on from, and a new
+     * job of theirs may well be patient for n too: two new jobs must take the same number. */
+    if (late && n > 0 && (!known || (gs->next[l] == n && gs->orphaned[l])))
         n--;
     /* the numbers an earlier job of the rank took here are its own, unless that operation
      * failed: then this call is its latecomer and gets the failure, as the others did */

@@ -498,6 +498,8 @@ orphans_fail(sim *S, int w, int64_t r, int dead, const op_call *keep)
 
     op_out_init(&o);
     while ((op = op_orphan(g, r, keep, dead ? ghost_of : NULL, S, &i)) != NULL) {
+        if (g->lidx[i] >= 0 && g->seq.next[g->lidx[i]] == op->num + 1)
+            g->seq.orphaned[g->lidx[i]] = 1; /* engine.c's orphans_fail */
         if (getenv("OP_TRACE"))
             fprintf(stderr, "    -> w%d fails operation %llu: rank %zu's job is gone\n", w,
                     (unsigned long long)op->num, i);
@@ -1231,7 +1233,8 @@ fingerprint(const sim *S)
         const group_seq *q = &g->seq;
         for (size_t l = 0; l < q->nlocal; l++) {
             h = mix64(h, q->next[l]);
-            h = mix64(h, (uint64_t)q->known[l] << 8 | (uint64_t)q->busy[l]);
+            h = mix64(h, (uint64_t)q->known[l] << 8 | (uint64_t)q->busy[l] |
+                             (uint64_t)q->orphaned[l] << 9);
             h = mix64(h, q->jump[l]);
             h = mix64(h, q->jump_after[l]);
         }
