@@ -728,6 +728,9 @@ ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout
                          "group \"%s\" changed while the call asked where its ranks are; the "
                          "next call uses the new group",
                          g->name);
+    /* a failed ask of a rank this worker knows, in a group still current: the caller numbers
+     * the call here after all (g stays) */
+    c->ask_local = st != A2A_OK && !g->retired && !e->stopping && g->seq.known[c->oc.lidx];
     (void)op_ask_end(g, &c->oc); /* may free g when it retired */
     op_out_fini(&o);
     return st;
@@ -820,11 +823,21 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
         if (g->seq.busy[l]) /* a call of the rank's previous job is still in an operation here */
             orphans_fail(e, g, c->oc.grank, NULL, &c->oc);
         a2a_status ast = ask_where(e, g, c, deadline, timeout_ms, &asked, err, errlen);
-        if (ast != A2A_OK) {
+        if (ast != A2A_OK && !c->ask_local) {
             op_out_fini(&o);
             return ast; /* not numbered: the job's next call asks again */
         }
-        job_next = (int64_t)asked;
+        if (ast != A2A_OK) {
+            /* a member worker cannot answer (down, stopped): a rank this worker knows keeps up
+             * with the group by its own record, past the failures heard of, as before asking
+             * existed; else its calls would fail unnumbered while the others' advance, and
+             * frames of the group's numbers would soon be too far ahead of it here
+             * (GROUP_WINDOW) for anyone's call to complete */
+            log_debug("group \"%s\": %s; numbering the call of world rank %lld here", g->name, err,
+                      (long long)g->world[c->oc.grank]);
+            err[0] = '\0';
+        } else
+            job_next = (int64_t)asked;
     }
     /* its job went away while the call waited for the lock or asked (engine_sess_gone, which
      * fails what a gone job's calls are in, found nothing of this one): it must not enter an

@@ -79,6 +79,7 @@ struct eng_call {
     eng_pair *todo;   /* local pairs into this call, for its own thread to copy (n at most) */
     size_t ntodo;
     engine_done *done; /* the early answer, or NULL */
+    int ask_local;     /* ask_where failed, but the rank is known here: number the call here */
 };
 
 /* EC: the engine's call around a state machine's call. */

@@ -647,7 +647,10 @@ arrive(sim *S, int i)
     if (R->asking) { /* its ask ended: failed (the call returns, not numbered), or its number */
         k = R->k - 1;
         R->asking = 0;
-        if (R->oc.ask_st != A2A_OK) {
+        if (R->oc.ask_st != A2A_OK && g->seq.known[l] && !(R->ghost && R->seen)) {
+            /* engine.c's call_run: a failed ask of a rank its worker knows is numbered there
+             * after all, by the rank's own record (job_next as the job sent it) */
+        } else if (R->oc.ask_st != A2A_OK) {
             S->lost |= R->ghost;
             if (!R->ghost && R->job_next < 0) /* liba2a's opnum_put: counted, unnumbered */
                 R->job_next--;
@@ -655,8 +658,7 @@ arrive(sim *S, int i)
             R->returned[k]++;
             (void)op_ask_end(g, &R->oc);
             return;
-        }
-        if (!R->patient) {
+        } else if (!R->patient) {
             int wait = 0;
             uint64_t t = op_ask_number(g, &R->oc, &wait);
             if (wait && op_get(g, t, 0) == NULL) { /* engine.c: ENGINE_ASK_PATIENCE_MS */
