@@ -38,7 +38,7 @@ fuzz_request(const void *mem, size_t len, size_t cap)
     CHECK(strlen(a.group) >= 1 && strlen(a.group) <= A2A_GROUP_NAME_MAX);
     CHECK(dtype_valid(a.dtype) && a.timeout_ms >= 0);
     CHECK(a.self_copied >= 0 && a.self_copied <= (int64_t)a.n);
-    CHECK(a.op_next >= -1 && (a.op_failed == 0 || a.op_failed == 1));
+    CHECK(a.op_next >= WIRE_OP_NEXT_MIN && (a.op_failed == 0 || a.op_failed == 1));
     CHECK(a.send_len <= INT64_MAX && a.recv_len <= INT64_MAX);
     shmchan_init(fresh, sizeof(fresh));
     CHECK(shmchan_req_write(fresh, sizeof(fresh), seq, &a) == 0);

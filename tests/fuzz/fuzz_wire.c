@@ -178,7 +178,7 @@ fuzz_a2av(const uint8_t *data, size_t size)
         CHECK(a.counts == NULL && a.n == 0);
         return;
     }
-    CHECK(a.n >= 1 && a.op_next >= -1 && (a.op_failed == 0 || a.op_failed == 1));
+    CHECK(a.n >= 1 && a.op_next >= WIRE_OP_NEXT_MIN && (a.op_failed == 0 || a.op_failed == 1));
     msgpack_sbuffer_init(&sb);
     CHECK(wire_a2av_encode(&sb, &a) == 0);
     CHECK(wire_a2av_decode(&b, REDECODE(sb), err, sizeof(err)) == 0);
