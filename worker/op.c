@@ -324,6 +324,7 @@ op_peer_lost(op_out *o, op_group *g, int peer, const char *why)
                      "rank %lld's job: %s",
                      peer_name(g, peer), g->name, (long long)c->grank, why);
             op_ask_fail(o, c, A2A_ERR_UNAVAILABLE, msg);
+            c->ask_lost = 1;
         }
 }
 
@@ -884,6 +885,7 @@ op_ask(op_out *o, op_group *g, op_call *c)
     c->ask_idle = 1;
     c->ask_heard = 0;
     c->ask_st = A2A_OK;
+    c->ask_lost = 0;
     c->ask_msg[0] = '\0';
     if ((c->ask_wait = calloc(nw > 0 ? nw : 1, 1)) == NULL)
         return -1;

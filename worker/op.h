@@ -111,6 +111,7 @@ typedef struct op_call {
     int ask_idle;      /* every answer of ask_num said idle (group_seq_where) */
     int ask_heard;     /* a member worker had frames of this rank before: a replacement */
     a2a_status ask_st; /* not A2A_OK: the ask failed, ask_msg says why */
+    int ask_lost;      /* the ask failed because a member worker was lost (op_peer_lost) */
     char ask_msg[512];
 } op_call;
 
