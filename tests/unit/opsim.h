@@ -643,13 +643,16 @@ arrive(sim *S, int i)
     size_t l = (size_t)g->lidx[R->id];
     op_out o;
     int64_t job_next = R->job_next;
+    int lost = 0; /* engine.c's call_run: the ask failed for a lost member worker */
 
     if (R->asking) { /* its ask ended: failed (the call returns, not numbered), or its number */
         k = R->k - 1;
         R->asking = 0;
         if (R->oc.ask_st != A2A_OK && g->seq.known[l] && !(R->ghost && R->seen)) {
             /* engine.c's call_run: a failed ask of a rank its worker knows is numbered there
-             * after all, by the rank's own record (job_next as the job sent it) */
+             * after all, by the rank's own record (job_next as the job sent it); when a member
+             * worker was lost, that operation fails at once */
+            lost = R->oc.ask_lost;
         } else if (R->oc.ask_st != A2A_OK) {
             S->lost |= R->ghost;
             if (!R->ghost && R->job_next < 0) /* liba2a's opnum_put: counted, unnumbered */
@@ -756,6 +759,12 @@ arrive(sim *S, int i)
         abort(); /* out of memory */
     R->oc.op = op;
     op_out_init(&o);
+    if (lost && op->status == A2A_OK) {
+        op_fail(&o, op, A2A_ERR_UNAVAILABLE, 1, "a member worker was lost while the call asked");
+        run(S, R->w, &o);
+        op_out_fini(&o);
+        op_out_init(&o);
+    }
     if (op->status != A2A_OK) { /* a latecomer: answered at once */
         op->arrived++;
         R->oc.finished = 1;
