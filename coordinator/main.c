@@ -27,24 +27,48 @@ usage(FILE *f)
                "  --version       print \"a2a-coordinator VERSION\" and exit\n"
                "\n"
                "Prints \"listening on URL\" on stdout once it serves. SIGHUP reloads FILE\n"
-               "(a bad file keeps the last good one) and security.token_file (a bad token\n"
-               "keeps the old one; connections that proved the old one stay); SIGTERM or\n"
-               "SIGINT stops it.\n"
+               "(a bad file keeps the last good one), security.token_file and the\n"
+               "security.tls files (a bad one keeps the one in use; connections made\n"
+               "before stay); SIGTERM or SIGINT stops it.\n"
                "Logging: A2A_LOG_LEVEL=error|warn|info|debug (default info).\n");
+}
+
+/* the TLS files of the last good YAML */
+typedef struct {
+    char cert[CFG_PATH_MAX + 1], key[CFG_PATH_MAX + 1], ca[CFG_PATH_MAX + 1];
+} tls_paths;
+
+static void
+tls_paths_of(tls_paths *t, const cfg_cluster *cfg)
+{
+    snprintf(t->cert, sizeof(t->cert), "%s", cfg->tls_cert);
+    snprintf(t->key, sizeof(t->key), "%s", cfg->tls_key);
+    snprintf(t->ca, sizeof(t->ca), "%s", cfg->tls_ca);
 }
 
 /* reload_token reads token_file again: new connections prove the new token, established ones
  * keep the one they proved until they reconnect; a bad file keeps the old token. */
 static void
-reload_token(secure *sec, rpc_server *srv, const char *token_file, int tls)
+reload_token(secure *sec, rpc_server *srv, const char *token_file, const tls_paths *tls)
 {
     char err[1024];
     auth_key k;
     int rv;
 
-    if (tls)
-        log_warn("SIGHUP: the TLS certificate, key and CA are read only at start: restart to "
-                 "apply new ones");
+    if (tls->cert[0] != '\0' || sec->tls_server != NULL) {
+        rv = secure_reload_tls(sec, tls->cert, tls->key, tls->ca, err, sizeof(err));
+        if (rv == 1)
+            log_warn("SIGHUP: TLS unchanged: %s", err);
+        else if (rv < 0)
+            log_error("SIGHUP: keeping the TLS certificate, key and CA in use: %s", err);
+        else if (rv == 0 && rpc_server_set_tls(srv, sec->tls_server) < 0)
+            log_error("SIGHUP: TLS files read again, but the listener refused them: new "
+                      "connections still use the old ones");
+        else if (rv == 0)
+            log_info("SIGHUP: TLS certificate %s, key %s and CA %s read again: new connections "
+                     "use them, established ones keep theirs until they reconnect",
+                     tls->cert, tls->key, tls->ca);
+    }
     if (!sec->has_key && token_file[0] == '\0')
         return;
     rv = secure_reload_token(sec, token_file, &k, err, sizeof(err));
@@ -59,9 +83,9 @@ reload_token(secure *sec, rpc_server *srv, const char *token_file, int tls)
     auth_key_wipe(&k);
 }
 
-/* reload reads path again; token_file (the last good file's) follows it. */
+/* reload reads path again; token_file and tls (the last good file's) follow it. */
 static void
-reload(coord *c, const char *path, char *token_file, size_t cap)
+reload(coord *c, const char *path, char *token_file, size_t cap, tls_paths *tls)
 {
     char err[1024];
     cfg_cluster *cfg;
@@ -71,6 +95,7 @@ reload(coord *c, const char *path, char *token_file, size_t cap)
         return;
     }
     snprintf(token_file, cap, "%s", cfg->token_file);
+    tls_paths_of(tls, cfg);
     coord_reload(c, cfg);
     /* health's count adds hccl_world_group and the runtime groups: say which these are */
     log_info("reloaded %s: %lld ranks, %zu groups from the file (besides hccl_world_group and the "
@@ -88,7 +113,8 @@ serve(cfg_cluster *cfg, const char *path, const char *listen, const char *journa
     size_t nmethods;
     char err[1600], token_file[CFG_PATH_MAX + 1];
     sigset_t set;
-    int sig = 0, tls = cfg->tls_cert[0] != '\0';
+    int sig = 0;
+    tls_paths tls;
 
     if (secure_from_cfg(&sec, cfg, err, sizeof(err)) != A2A_OK) {
         log_error("%s", err);
@@ -96,6 +122,7 @@ serve(cfg_cluster *cfg, const char *path, const char *listen, const char *journa
         return 1;
     }
     snprintf(token_file, sizeof(token_file), "%s", cfg->token_file);
+    tls_paths_of(&tls, cfg);
     if (coord_alloc(&c, cfg) != A2A_OK) {
         cfg_free(cfg);
         secure_fini(&sec);
@@ -125,8 +152,8 @@ serve(cfg_cluster *cfg, const char *path, const char *listen, const char *journa
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
-        reload(c, path, token_file, sizeof(token_file));
-        reload_token(&sec, srv, token_file, tls);
+        reload(c, path, token_file, sizeof(token_file), &tls);
+        reload_token(&sec, srv, token_file, &tls);
     }
     log_info("stopping on signal %d", sig);
     rpc_server_free(srv);

@@ -654,7 +654,14 @@ client_why(rpc_client *c, int ms, char *why, size_t len)
     int stage, rv;
 
     why[0] = '\0';
-    rv = probe(c->url, c->tls, ms, got, &n, &stage);
+    pthread_mutex_lock(&c->mtx); /* rpc_client_set_tls may replace it */
+    nng_tls_config *tls = c->tls;
+    if (tls != NULL)
+        nng_tls_config_hold(tls);
+    pthread_mutex_unlock(&c->mtx);
+    rv = probe(c->url, tls, ms, got, &n, &stage);
+    if (tls != NULL)
+        nng_tls_config_free(tls);
     if (stage < 0)
         return; /* not a stream (inproc://): nothing more to learn */
     if (stage == 3 && (n < 8 || memcmp(got, rep0, 8) != 0)) {
@@ -945,6 +952,63 @@ rpc_client_set_key(rpc_client *c, const auth_key *key)
     pthread_mutex_lock(&c->auth_mtx); /* no handshake uses it meanwhile */
     c->key = *key;
     pthread_mutex_unlock(&c->auth_mtx);
+    return 0;
+}
+
+void
+rpc_poke(const char *url)
+{
+    char tcp[320];
+    const char *rest = strncmp(url, "tls+", 4) == 0 ? url + 4 : url;
+    nng_stream_dialer *d = NULL;
+    nng_stream *st;
+    nng_aio *aio = NULL;
+
+    if (strncmp(rest, "tcp://*:", 8) == 0) /* a wildcard: ourselves on loopback */
+        snprintf(tcp, sizeof(tcp), "tcp://127.0.0.1:%s", rest + 8);
+    else
+        snprintf(tcp, sizeof(tcp), "%s", rest);
+    if (strncmp(tcp, "tcp", 3) != 0 || nng_stream_dialer_alloc(&d, tcp) != 0)
+        return;
+    if (nng_aio_alloc(&aio, NULL, NULL) == 0) {
+        nng_aio_set_timeout(aio, 1000);
+        nng_stream_dialer_dial(d, aio);
+        nng_aio_wait(aio);
+        if (nng_aio_result(aio) == 0 && (st = nng_aio_get_output(aio, 0)) != NULL) {
+            nng_stream_close(st);
+            nng_stream_free(st);
+        }
+        nng_aio_free(aio);
+    }
+    nng_stream_dialer_free(d);
+}
+
+int
+rpc_server_set_tls(rpc_server *s, nng_tls_config *tls)
+{
+    if (tls == NULL || strncmp(s->url, "tls+", 4) != 0)
+        return 1;
+    if (nng_listener_set_ptr(s->listener, NNG_OPT_TLS_CONFIG, tls) != 0)
+        return -1;
+    rpc_poke(s->url); /* the accept waiting now took the old configuration when it began */
+    return 0;
+}
+
+int
+rpc_client_set_tls(rpc_client *c, nng_tls_config *tls)
+{
+    nng_tls_config *old;
+
+    if (tls == NULL || c->tls == NULL)
+        return 1;
+    if (nng_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, tls) != 0)
+        return -1;
+    nng_tls_config_hold(tls);
+    pthread_mutex_lock(&c->mtx);
+    old = c->tls;
+    c->tls = tls;
+    pthread_mutex_unlock(&c->mtx);
+    nng_tls_config_free(old);
     return 0;
 }
 

@@ -86,6 +86,22 @@ int rpc_server_set_key(rpc_server *s, const auth_key *key);
 /* rpc_client_set_key: the token c proves on its next connections (-1: c has none). */
 int rpc_client_set_key(rpc_client *c, const auth_key *key);
 
+/*
+ * rpc_server_set_tls and rpc_client_set_tls: the TLS configuration that the server's next
+ * connections (SIGHUP) and c's next connections use; established ones keep theirs. 1 for a
+ * server or client without TLS (nothing done), 0 when set, -1 when NNG refused it.
+ */
+int rpc_server_set_tls(rpc_server *s, nng_tls_config *tls);
+
+/*
+ * rpc_poke connects to url over plain TCP and closes at once (within 1 s; nothing when it
+ * cannot). NNG's TLS listener takes its configuration when an accept begins, so the accept
+ * waiting when the configuration is replaced would give the next peer the old one: after
+ * rpc_server_set_tls (or a stream listener's) a poke ends that accept.
+ */
+void rpc_poke(const char *url);
+int rpc_client_set_tls(rpc_client *c, nng_tls_config *tls);
+
 /* rpc_server_url returns the URL the server listens on, with the bound port. */
 const char *rpc_server_url(const rpc_server *s);
 

@@ -161,6 +161,67 @@ secure_reload_token(secure *s, const char *path, auth_key *key, char *err, size_
     return same ? 1 : 0;
 }
 
+static nng_tls_config *
+tls_take(const secure *s, nng_tls_config *const *which)
+{
+    pthread_mutex_t *m = (pthread_mutex_t *)&s->key_mtx; /* the lock, not s, changes */
+    nng_tls_config *t;
+    pthread_mutex_lock(m);
+    if ((t = *which) != NULL)
+        nng_tls_config_hold(t);
+    pthread_mutex_unlock(m);
+    return t;
+}
+
+nng_tls_config *
+secure_tls_server(const secure *s)
+{
+    return tls_take(s, &s->tls_server);
+}
+
+nng_tls_config *
+secure_tls_client(const secure *s)
+{
+    return tls_take(s, &s->tls_client);
+}
+
+int
+secure_reload_tls(secure *s, const char *cert, const char *key, const char *ca, char *err,
+                  size_t errlen)
+{
+    nng_tls_config *srv = NULL, *cli = NULL, *old_s, *old_c;
+
+    if (s->tls_server == NULL) {
+        snprintf(err, errlen, "this process started without TLS: adding it needs a restart");
+        return 1;
+    }
+    if (cert == NULL || cert[0] == '\0') {
+        snprintf(err, errlen, "no security.tls any more: removing TLS needs a restart");
+        return 1;
+    }
+    if (tls_make(&srv, NNG_TLS_MODE_SERVER, cert, key, ca, err, errlen) != A2A_OK)
+        return -1;
+    if (tls_make(&cli, NNG_TLS_MODE_CLIENT, cert, key, ca, err, errlen) != A2A_OK) {
+        nng_tls_config_free(srv);
+        return -1;
+    }
+    pthread_mutex_lock(&s->key_mtx);
+    old_s = s->old_server;
+    old_c = s->old_client;
+    s->old_server = s->tls_server;
+    s->old_client = s->tls_client;
+    s->tls_server = srv;
+    s->tls_client = cli;
+    s->server.tls = srv;
+    s->client.tls = cli;
+    pthread_mutex_unlock(&s->key_mtx);
+    if (old_s != NULL)
+        nng_tls_config_free(old_s);
+    if (old_c != NULL)
+        nng_tls_config_free(old_c);
+    return 0;
+}
+
 void
 secure_fini(secure *s)
 {
@@ -168,6 +229,10 @@ secure_fini(secure *s)
         nng_tls_config_free(s->tls_server);
     if (s->tls_client != NULL)
         nng_tls_config_free(s->tls_client);
+    if (s->old_server != NULL)
+        nng_tls_config_free(s->old_server);
+    if (s->old_client != NULL)
+        nng_tls_config_free(s->old_client);
     auth_key_wipe(&s->key);
     pthread_mutex_destroy(&s->key_mtx);
     memset(s, 0, sizeof(*s));

@@ -112,6 +112,7 @@ struct engine {
     rpc_client *coord;
     int registered;
     wsock_listener *listener;
+    int64_t poke_until; /* our own connection to the listener (handshake_set_tls) until then */
     pthread_t acceptor;
     char data_url[300];
     /* incoming links: one thread each */

@@ -28,6 +28,30 @@ handshake_set_key(engine *e, const auth_key *key)
     (void)rpc_client_set_key(e->coord, key);
 }
 
+int
+handshake_set_tls(engine *e)
+{
+    nng_tls_config *srv = secure_tls_server(e->sec), *cli = secure_tls_client(e->sec);
+    int rv = 0;
+
+    int set = srv != NULL ? wsock_listener_set_tls(e->listener, srv) : 1;
+    if (set < 0)
+        rv = -1;
+    else if (set == 0) {
+        pthread_mutex_lock(&e->mtx);
+        e->poke_until = rpc_now_ms() + 2000; /* its link's end is ours: not worth a warning */
+        pthread_mutex_unlock(&e->mtx);
+        rpc_poke(e->data_url);
+    } /* its waiting accept took the old configuration (rpc.h) */
+    if (cli != NULL && rpc_client_set_tls(e->coord, cli) < 0)
+        rv = -1;
+    if (srv != NULL)
+        nng_tls_config_free(srv);
+    if (cli != NULL)
+        nng_tls_config_free(cli);
+    return rv;
+}
+
 /* hs_read reads one handshake frame into f by deadline, into a fixed buffer; 0, NNG_ETIMEDOUT
  * when the deadline passed first, or -1; with why. */
 static int

@@ -52,6 +52,11 @@ int handshake_accept(engine *e, wsock *s, int64_t deadline_ms, frame *hello, cha
  * coordinator proves the new one on its next connection too (links read e->sec themselves). */
 void handshake_set_key(engine *e, const auth_key *key);
 
+/* handshake_set_tls: after secure_reload_tls replaced e->sec's TLS configurations, the links
+ * accepted and dialed from now on and our next connection to the coordinator use them
+ * (established ones keep theirs); 0, or -1 when NNG refused one. */
+int handshake_set_tls(engine *e);
+
 /* handshake_peer_index: the peer index of the worker called name (not us), or -1. */
 int handshake_peer_index(const engine *e, const char *name);
 

@@ -263,10 +263,13 @@ sender_dial(engine *e, eng_peer *p)
 
     p->link_back = 0; /* one try: a peer that is gone is not dialed again and again */
     pthread_mutex_unlock(&e->mtx);
-    if ((rv = wsock_dial(p->w->data_url, e->sec->tls_client, ENGINE_DIAL_MS, &s)) == 0) {
+    nng_tls_config *tls = secure_tls_client(e->sec); /* SIGHUP may replace it */
+    if ((rv = wsock_dial(p->w->data_url, tls, ENGINE_DIAL_MS, &s)) == 0) {
         connected = 1;
         rv = handshake_dial(e, p, s);
     }
+    if (tls != NULL)
+        nng_tls_config_free(tls);
     pthread_mutex_lock(&e->mtx);
     if (rv != 0) {
         wsock_free(s);
@@ -653,6 +656,9 @@ receiver_thread(void *arg)
         p->in = NULL;
         if (!e->stopping)
             link_peer_down(e, p, why);
+    } else if (p == NULL && !e->stopping && rpc_now_ms() < e->poke_until) {
+        e->poke_until = 0; /* handshake_set_tls's own connection */
+        log_debug("closing an incoming link: %s (ours: the listener took its new TLS files)", why);
     } else if (p == NULL && !e->stopping) {
         log_warn("closing an incoming link: %s", why);
     }

@@ -27,9 +27,10 @@ usage(FILE *f)
                "  --version       print \"a2a-worker VERSION\" and exit\n"
                "\n"
                "Prints \"listening on URL data DATA_URL\" on stdout once it serves.\n"
-               "SIGTERM or SIGINT stops it. SIGHUP reads security.token_file again: new\n"
-               "connections (jobs, links, the coordinator) prove the new token, established\n"
-               "ones keep working until they reconnect; a bad file keeps the old token. The\n"
+               "SIGTERM or SIGINT stops it. SIGHUP reads security.token_file and the\n"
+               "security.tls files again: new connections (jobs, links, the coordinator)\n"
+               "prove the new token and use the new certificate and CA, established ones\n"
+               "keep working until they reconnect; a bad file keeps the one in use. The\n"
                "rest of FILE is read only at start (the coordinator reloads it).\n"
                "Logging: A2A_LOG_LEVEL=error|warn|info|debug (default info).\n");
 }
@@ -104,15 +105,29 @@ serve(const cfg_cluster *cfg, const char *name)
     while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
         auth_key k;
         int rv;
-        if (!sec.has_key) {
-            log_warn("SIGHUP: nothing to reload (no token; a worker reads %s only when it starts; "
-                     "restart it to apply a change): still serving",
+        if (!sec.has_key && cfg->tls_cert[0] == '\0') {
+            log_warn("SIGHUP: nothing to reload (no token, no TLS; a worker reads %s only when it "
+                     "starts; restart it to apply a change): still serving",
                      cfg->path);
             continue;
         }
-        if (cfg->tls_cert[0] != '\0')
-            log_warn("SIGHUP: the TLS certificate, key and CA are read only at start: restart to "
-                     "apply new ones");
+        if (cfg->tls_cert[0] != '\0') {
+            rv =
+                secure_reload_tls(&sec, cfg->tls_cert, cfg->tls_key, cfg->tls_ca, err, sizeof(err));
+            if (rv < 0)
+                log_error("SIGHUP: keeping the TLS certificate, key and CA in use: %s", err);
+            else if (rv == 0 &&
+                     (handshake_set_tls(e) != 0 || rpc_server_set_tls(srv, sec.tls_server) < 0))
+                log_error("SIGHUP: TLS files read again, but a listener or dialer refused them: "
+                          "some new connections may still use the old ones");
+            else if (rv == 0)
+                log_info("SIGHUP: TLS certificate %s, key %s and CA %s read again: new "
+                         "connections (the API, peer links, the coordinator link) use them, "
+                         "established ones keep theirs until they reconnect",
+                         cfg->tls_cert, cfg->tls_key, cfg->tls_ca);
+        }
+        if (!sec.has_key)
+            continue;
         rv = secure_reload_token(&sec, cfg->token_file, &k, err, sizeof(err));
         if (rv < 0) {
             log_error("SIGHUP: keeping the token in use: %s", err);

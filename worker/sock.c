@@ -28,6 +28,7 @@ struct wsock_listener {
     int fd;
     nng_stream_listener *nl;
     nng_aio *aio;
+    int tls; /* nl is a tls+tcp:// listener */
 };
 
 static int
@@ -177,6 +178,14 @@ wsock_dial(const char *url, nng_tls_config *tls, int timeout_ms, wsock **out)
 }
 
 int
+wsock_listener_set_tls(wsock_listener *l, nng_tls_config *tls)
+{
+    if (l == NULL || l->nl == NULL || tls == NULL || !l->tls)
+        return 1;
+    return nng_stream_listener_set_ptr(l->nl, NNG_OPT_TLS_CONFIG, tls);
+}
+
+int
 wsock_listen(const char *url, nng_tls_config *tls, wsock_listener **out, int *port)
 {
     struct addrinfo *ai = NULL;
@@ -220,6 +229,7 @@ wsock_listen(const char *url, nng_tls_config *tls, wsock_listener **out, int *po
         *out = l;
         return 0;
     }
+    l->tls = tls != NULL && strncmp(url, "tls+", 4) == 0;
     if ((rv = nng_stream_listener_alloc(&l->nl, url)) != 0 ||
         (tls != NULL && strncmp(url, "tls+", 4) == 0 &&
          (rv = nng_stream_listener_set_ptr(l->nl, NNG_OPT_TLS_CONFIG, tls)) != 0) ||

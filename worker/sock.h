@@ -24,6 +24,10 @@ int wsock_dial(const char *url, nng_tls_config *tls, int timeout_ms, wsock **out
 /* wsock_listen listens on url; *port is the bound TCP port (0 when not TCP). */
 int wsock_listen(const char *url, nng_tls_config *tls, wsock_listener **out, int *port);
 
+/* wsock_listener_set_tls: the TLS configuration of the links accepted from now on (SIGHUP);
+ * 1 for a listener without TLS (plain TCP), 0 when set, else NNG's error. */
+int wsock_listener_set_tls(wsock_listener *l, nng_tls_config *tls);
+
 /* wsock_accept waits for the next link; NNG_ECLOSED once the listener is closed. */
 int wsock_accept(wsock_listener *l, wsock **out);
 
