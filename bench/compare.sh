@@ -25,7 +25,7 @@ BUILD=$ROOT/build
 QUICK=0 SIZES=both PATTERNS=all TARGET="" REPEAT=2 SHAPES="2x2 4x1 2x4 4x2"
 BMIN="" BMAX="" BFAC="" OUT="" TABLE_ONLY="" MPI=1 CEIL_GBIT=47.6 NETNS=0 RATE="" GOODPUT=""
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit "${1:-2}"; }
 A2A_EXTRA=""
 while [ $# -gt 0 ]; do
     case $1 in # an option with a value needs one

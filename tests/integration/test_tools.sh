@@ -354,6 +354,8 @@ compare() {
     expect "compare.sh without Open MPI: one line, non-zero" 1 "^compare.sh: no /nonexistent/mpicc: install Open MPI" \
         env MPICC=/nonexistent/mpicc bash "$src/bench/compare.sh" --build-dir "$build" --out "$tmp/none"
     [ "$(wc -l <"$tmp/out")" = 1 ] && [ ! -e "$tmp/none" ] && ok "... and nothing else" || bad "... and nothing else"
+    expect "compare.sh --help: its header comment" 0 "^Environment: MPICC" bash "$src/bench/compare.sh" --help
+    [ "$(lines "$tmp/out" '^set |^ROOT=')" = 0 ] && ok "... and no code" || { bad "... and no code"; tail -3 "$tmp/out"; }
     if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
         echo "SKIP: the comparison itself needs Open MPI (apt-get install openmpi-bin libopenmpi-dev)"
         finish
