@@ -102,6 +102,14 @@ cli() {
     else
         bad "bad A2A_LAUNCH_GRACE_MS / A2A_LAUNCH_VERBOSE"; cat "$tmp/g"
     fi
+    # the services' own warning is hidden with their logs: a2a-launch gives it, once
+    A2A_LOG_LEVEL=loud "$launch" -n 1 -- true >"$tmp/g" 2>&1
+    if [ "$(lines "$tmp/g" 'a2a-launch: warning: A2A_LOG_LEVEL="loud" is not')" = 1 ] &&
+        [ "$(wc -l <"$tmp/g")" = 1 ]; then
+        ok "bad A2A_LOG_LEVEL under a2a-launch: one warning line"
+    else
+        bad "bad A2A_LOG_LEVEL under a2a-launch: one warning line"; cat "$tmp/g"
+    fi
 }
 
 launch() {
