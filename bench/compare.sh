@@ -53,9 +53,18 @@ while [ $# -gt 0 ]; do
         --goodput) GOODPUT=$2; shift ;;
         --table) TABLE_ONLY=$2; shift ;;
         -h|--help) usage 0 ;;
-        *) echo "compare.sh: unknown option $1" >&2; usage ;;
+        *) echo "compare.sh: unknown option $1" >&2; usage >&2 ;;
     esac
     shift
+done
+
+# values that would otherwise run something else (--shapes 3 ran 3x3) or nothing (--repeat x)
+bad() { echo "compare.sh: $1 (see compare.sh --help)" >&2; exit 2; }
+case $SIZES in lat | bw | both) ;; *) bad "--sizes $SIZES: not lat, bw or both" ;; esac
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || bad "--repeat $REPEAT: not a count >= 1"
+[ -n "${SHAPES// /}" ] || bad "--shapes: no shape given"
+for s in $SHAPES; do
+    [[ $s =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || bad "--shapes: \"$s\" is not WORKERSxRANKS_PER_WORKER (e.g. 2x2)"
 done
 
 # ---- size ranges: "MIN MAX FACTOR" per range ----

@@ -364,6 +364,10 @@ compare() {
     [ "$(wc -l <"$tmp/out")" = 1 ] && [ ! -e "$tmp/none" ] && ok "... and nothing else" || bad "... and nothing else"
     expect "compare.sh --help: its header comment" 0 "^Environment: MPICC" bash "$src/bench/compare.sh" --help
     [ "$(lines "$tmp/out" '^set |^ROOT=')" = 0 ] && ok "... and no code" || { bad "... and no code"; tail -3 "$tmp/out"; }
+    expect "compare.sh --shapes 3: not a shape (it ran 3x3)" 2 '^compare.sh: --shapes: "3" is not WORKERSxRANKS' \
+        bash "$src/bench/compare.sh" --no-mpi --shapes 3 --build-dir "$build" --out "$tmp/none"
+    expect "compare.sh --repeat x: not a count (it ran nothing, exit 0)" 2 '^compare.sh: --repeat x: not a count' \
+        bash "$src/bench/compare.sh" --no-mpi --repeat x --build-dir "$build" --out "$tmp/none"
     if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
         echo "SKIP: the comparison itself needs Open MPI (apt-get install openmpi-bin libopenmpi-dev)"
         finish
