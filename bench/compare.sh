@@ -25,7 +25,7 @@ BUILD=$ROOT/build
 QUICK=0 SIZES=both PATTERNS=all TARGET="" REPEAT=2 SHAPES="2x2 4x1 2x4 4x2"
 BMIN="" BMAX="" BFAC="" OUT="" TABLE_ONLY="" MPI=1 CEIL_GBIT=47.6 NETNS=0 RATE="" GOODPUT=""
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit "${1:-2}"; }
 A2A_EXTRA=""
 while [ $# -gt 0 ]; do
     case $1 in # an option with a value needs one
@@ -53,9 +53,18 @@ while [ $# -gt 0 ]; do
         --goodput) GOODPUT=$2; shift ;;
         --table) TABLE_ONLY=$2; shift ;;
         -h|--help) usage 0 ;;
-        *) echo "compare.sh: unknown option $1" >&2; usage ;;
+        *) echo "compare.sh: unknown option $1" >&2; usage >&2 ;;
     esac
     shift
+done
+
+# values that would otherwise run something else (--shapes 3 ran 3x3) or nothing (--repeat x)
+bad() { echo "compare.sh: $1 (see compare.sh --help)" >&2; exit 2; }
+case $SIZES in lat | bw | both) ;; *) bad "--sizes $SIZES: not lat, bw or both" ;; esac
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || bad "--repeat $REPEAT: not a count >= 1"
+[ -n "${SHAPES// /}" ] || bad "--shapes: no shape given"
+for s in $SHAPES; do
+    [[ $s =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || bad "--shapes: \"$s\" is not WORKERSxRANKS_PER_WORKER (e.g. 2x2)"
 done
 
 # ---- size ranges: "MIN MAX FACTOR" per range ----

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -54,6 +55,7 @@ static int nprocs;
 static volatile sig_atomic_t interrupted;
 static char tmpdir[PATH_MAX];
 static int verbose;
+static int loglevel_given; /* $A2A_LOG_LEVEL names a level: the services get it */
 
 static void
 on_signal(int sig)
@@ -321,10 +323,8 @@ static int
 start_services(int workers, char *cfg, int quiet)
 {
     char coord[PATH_MAX], worker[PATH_MAX], name[32], label[48];
-    /* quiet services unless asked: A2A_LOG_LEVEL, or info with A2A_LAUNCH_VERBOSE=1 */
-    char *loglevel = getenv("A2A_LOG_LEVEL") ? NULL
-                     : verbose               ? "A2A_LOG_LEVEL=info"
-                                             : "A2A_LOG_LEVEL=warn";
+    /* quiet services unless asked: a valid A2A_LOG_LEVEL, or info with A2A_LAUNCH_VERBOSE=1 */
+    char *loglevel = loglevel_given ? NULL : verbose ? "A2A_LOG_LEVEL=info" : "A2A_LOG_LEVEL=warn";
     char *env[] = {loglevel, NULL};
     proc *p;
 
@@ -522,6 +522,26 @@ env_flag(const char *name)
     return 0;
 }
 
+/* env_loglevel: 1 when $A2A_LOG_LEVEL names a level (the services then use it), else 0, with
+ * one warning for a value that does not parse: the services' own warning would be hidden with
+ * their logs, and they would log at info instead of launch's warn */
+static int
+env_loglevel(void)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    const char *v = getenv("A2A_LOG_LEVEL");
+    if (v == NULL || *v == '\0')
+        return 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcasecmp(v, names[i]) == 0)
+            return 1;
+    fprintf(stderr,
+            "a2a-launch: warning: A2A_LOG_LEVEL=\"%s\" is not error, warn, info or debug: the "
+            "services log at %s\n",
+            v, verbose ? "info" : "warn");
+    return 0;
+}
+
 /* mkdir_p makes dir and its missing parents; 0 or -1 with errno. */
 static int
 mkdir_p(const char *dir)
@@ -649,6 +669,7 @@ main(int argc, char **argv)
     if ((rc = parse_args(argc, argv, &a)) >= 0)
         return rc;
     verbose = env_flag("A2A_LAUNCH_VERBOSE");
+    loglevel_given = env_loglevel();
     grace = env_ms("A2A_LAUNCH_GRACE_MS", 3000);
     setvbuf(stdout, NULL, _IOLBF, 0);
     sigaction(SIGINT, &sa, NULL);

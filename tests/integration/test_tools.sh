@@ -102,6 +102,14 @@ cli() {
     else
         bad "bad A2A_LAUNCH_GRACE_MS / A2A_LAUNCH_VERBOSE"; cat "$tmp/g"
     fi
+    # the services' own warning is hidden with their logs: a2a-launch gives it, once
+    A2A_LOG_LEVEL=loud "$launch" -n 1 -- true >"$tmp/g" 2>&1
+    if [ "$(lines "$tmp/g" 'a2a-launch: warning: A2A_LOG_LEVEL="loud" is not')" = 1 ] &&
+        [ "$(wc -l <"$tmp/g")" = 1 ]; then
+        ok "bad A2A_LOG_LEVEL under a2a-launch: one warning line"
+    else
+        bad "bad A2A_LOG_LEVEL under a2a-launch: one warning line"; cat "$tmp/g"
+    fi
 }
 
 launch() {
@@ -354,6 +362,12 @@ compare() {
     expect "compare.sh without Open MPI: one line, non-zero" 1 "^compare.sh: no /nonexistent/mpicc: install Open MPI" \
         env MPICC=/nonexistent/mpicc bash "$src/bench/compare.sh" --build-dir "$build" --out "$tmp/none"
     [ "$(wc -l <"$tmp/out")" = 1 ] && [ ! -e "$tmp/none" ] && ok "... and nothing else" || bad "... and nothing else"
+    expect "compare.sh --help: its header comment" 0 "^Environment: MPICC" bash "$src/bench/compare.sh" --help
+    [ "$(lines "$tmp/out" '^set |^ROOT=')" = 0 ] && ok "... and no code" || { bad "... and no code"; tail -3 "$tmp/out"; }
+    expect "compare.sh --shapes 3: not a shape (it ran 3x3)" 2 '^compare.sh: --shapes: "3" is not WORKERSxRANKS' \
+        bash "$src/bench/compare.sh" --no-mpi --shapes 3 --build-dir "$build" --out "$tmp/none"
+    expect "compare.sh --repeat x: not a count (it ran nothing, exit 0)" 2 '^compare.sh: --repeat x: not a count' \
+        bash "$src/bench/compare.sh" --no-mpi --repeat x --build-dir "$build" --out "$tmp/none"
     if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
         echo "SKIP: the comparison itself needs Open MPI (apt-get install openmpi-bin libopenmpi-dev)"
         finish
