@@ -110,7 +110,7 @@ TSAN_TESTS='unit\.(rpc|auth|group)|integration\.'
 # the fault tests (label faults) run shorter under the sanitizers: fewer restart rounds
 # (and a stuck group or a lockstep fault without recovery is reported, not failed: sanitized
 # workers are slow enough for rounds to time out on their own)
-SANITIZED_FAULTS="env RACE_ROUNDS=20 RACE_PERSISTENT_ROUNDS=10 RACE_BUDGET_S=150 RACE_TIMEOUT_MS=8000 OP_RANDOM_RUNS=300 OP_EXHAUSTIVE_CAP=3000 CAMPAIGN_FAULTS=20 CAMPAIGN_STUCK_FATAL=0 LOCKSTEP_RECOVERY_FATAL=0"
+SANITIZED_FAULTS="env RACE_ROUNDS=20 RACE_PERSISTENT_ROUNDS=10 RACE_BUDGET_S=150 RACE_TIMEOUT_MS=8000 OP_RANDOM_RUNS=300 OP_EXHAUSTIVE_CAP=3000 CAMPAIGN_FAULTS=20 CAMPAIGN_STUCK_FATAL=0 LOCKSTEP_RECOVERY_FATAL=0 STALL_BOUND_MS=1500"
 tsan_ctest() {
     local opts=halt_on_error=1:second_deadlock_stack=1
     # libnng is not built with TSan: tests/tsan.supp silences what it does inside.

@@ -27,6 +27,8 @@ typedef struct eng_peer eng_peer;
 typedef struct eng_ctl {
     struct eng_ctl *next;
     size_t len;
+    uint64_t gen; /* 0: whole frames, for any link; else the rest of link_flush's write on the
+                   * link of that out_gen, dropped if that link is gone by its turn */
     uint8_t bytes[];
 } eng_ctl;
 
@@ -50,7 +52,8 @@ struct eng_peer {
     int started;       /* the sender thread runs */
     pthread_cond_t cv; /* work for the sender */
     eng_ctl *ctl_head, *ctl_tail;
-    eng_send *sends; /* round robin */
+    uint64_t out_gen; /* counts the links out has been (eng_ctl.gen) */
+    eng_send *sends;  /* round robin */
     int64_t last_sent_ms;
     struct eng_call *chunk_call; /* the call whose memory the sender is writing out, or NULL */
     wsock *in;                   /* the current incoming link */

@@ -64,6 +64,7 @@ link_send(engine *e, eng_peer *p, const frame *f, const uint8_t *payload, size_t
         return -1;
     }
     c->next = NULL;
+    c->gen = 0;
     c->len = sb.size + len;
     memcpy(c->bytes, sb.data, sb.size);
     if (len > 0)
@@ -290,6 +291,7 @@ sender_dial(engine *e, eng_peer *p)
         return -1;
     }
     p->out = s;
+    p->out_gen++;
     p->out_reset = 0;
     p->last_sent_ms = p->out_up_ms = rpc_now_ms();
     log_debug("link to %s (%s) up", p->w->name, p->w->data_url);
@@ -363,18 +365,43 @@ link_flush(engine *e)
             memcpy(buf + off, c->bytes, c->len), off += c->len;
         p->ctl_head = p->ctl_tail = NULL;
         p->writing = 1;
+        uint64_t gen = p->out_gen; /* p->out stays while we write */
         pthread_mutex_unlock(&e->mtx);
         while (head != NULL) {
             eng_ctl *c = head;
             head = c->next;
             free(c);
         }
-        iov = (nng_iov){buf, len};
-        rv = wsock_io(p->out, &iov, 1, 0, ENGINE_LINK_DEAD_MS);
+        /* what the socket takes now: a peer that stopped reading must not hold this call
+         * past its deadline (RELIABILITY finding 3); its sender thread writes the rest */
+        size_t sent = 0;
+        eng_ctl *rest = NULL;
+        if ((rv = wsock_send_now(p->out, buf, len, &sent)) == NNG_ENOTSUP) {
+            iov = (nng_iov){buf, len}; /* TLS: whole, as before */
+            rv = wsock_io(p->out, &iov, 1, 0, ENGINE_LINK_DEAD_MS);
+            sent = len;
+        }
+        if (rv == 0 && sent < len && (rest = malloc(sizeof(*rest) + len - sent)) == NULL) {
+            iov = (nng_iov){buf + sent, len - sent}; /* no memory: the rest from here */
+            rv = wsock_io(p->out, &iov, 1, 0, ENGINE_LINK_DEAD_MS);
+        } else if (rest != NULL) {
+            rest->gen = gen;
+            rest->len = len - sent;
+            memcpy(rest->bytes, buf + sent, rest->len);
+        }
         free(buf);
         pthread_mutex_lock(&e->mtx);
         p->writing = 0;
         p->last_sent_ms = rpc_now_ms();
+        if (rest != NULL) { /* before what was queued meanwhile: the stream stays in order */
+            log_debug("link to %s: the socket took %zu of %zu bytes now; its sender thread "
+                      "writes the rest",
+                      p->w->name, sent, len);
+            rest->next = p->ctl_head;
+            p->ctl_head = rest;
+            if (p->ctl_tail == NULL)
+                p->ctl_tail = rest;
+        }
         if (rv != 0)
             sender_broken(e, p, rv);
         if (p->ctl_head != NULL || p->sends != NULL || e->stopping)
@@ -468,7 +495,12 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
     }
     if (silent_peer(e, p))
         return;
-    if ((c = p->ctl_head) != NULL) {
+    if ((c = p->ctl_head) != NULL && c->gen != 0 && c->gen != p->out_gen) {
+        p->ctl_head = c->next; /* the rest of a frame begun on a link that is gone */
+        if (p->ctl_head == NULL)
+            p->ctl_tail = NULL;
+        free(c);
+    } else if (c != NULL) {
         p->ctl_head = c->next;
         if (p->ctl_head == NULL)
             p->ctl_tail = NULL;

@@ -379,6 +379,25 @@ wsock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms)
 }
 
 int
+wsock_send_now(wsock *s, const uint8_t *buf, size_t len, size_t *sent)
+{
+    *sent = 0;
+    if (s->fd < 0)
+        return NNG_ENOTSUP;
+    while (*sent < len) {
+        ssize_t r = send(s->fd, buf + *sent, len - *sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (r < 0)
+            return sys_err(errno);
+        *sent += (size_t)r;
+    }
+    return 0;
+}
+
+int
 wsock_io_by(wsock *s, nng_iov *iov, unsigned n, int recv, int64_t deadline_ms)
 {
     return sock_io(s, iov, n, recv, 0, deadline_ms);

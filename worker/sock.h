@@ -42,6 +42,13 @@ void wsock_listener_free(wsock_listener *l);
  */
 int wsock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms);
 
+/*
+ * wsock_send_now sends what of buf[0..len) the socket takes without waiting (*sent bytes:
+ * fewer than len when its buffer is full); 0, an error, or NNG_ENOTSUP for a stream that
+ * cannot (TLS: send with wsock_io).
+ */
+int wsock_send_now(wsock *s, const uint8_t *buf, size_t len, size_t *sent);
+
 /* wsock_io_by is wsock_io with one deadline (rpc_now_ms's clock) for all of it, however the
  * bytes trickle in: NNG_ETIMEDOUT once it has passed. */
 int wsock_io_by(wsock *s, nng_iov *iov, unsigned n, int recv, int64_t deadline_ms);

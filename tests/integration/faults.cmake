@@ -110,6 +110,15 @@ add_test(NAME faults.campaign.netns
 set_tests_properties(faults.campaign.netns PROPERTIES TIMEOUT 240 LABELS "faults;netns"
   RUN_SERIAL TRUE ENVIRONMENT "CAMPAIGN_MODE=netns;CAMPAIGN_FAULTS=25;CAMPAIGN_GAP_MS=500;CAMPAIGN_STUCK_FATAL=0;CAMPAIGN_LATE_FATAL=0")
 
+# a peer worker that stops reading its links while our ranks call: no call returns later than
+# its deadline + 500 ms (RELIABILITY finding 3: the call's thread waited up to 3 s writing its
+# READY and eager slices into the full link; 5,151 ms before the fix, 156 ms after)
+add_test(NAME integration.stalled_peer
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_stalled_peer.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.stalled_peer PROPERTIES TIMEOUT 200 LABELS "integration;faults"
+  FAIL_REGULAR_EXPRESSION "FAIL:")
+
 # failures say what happened, naming the peer (issue 11, item 2): a worker
 # never started, a job without its worker, a worker killed, a worker stopped
 add_test(NAME integration.messages
