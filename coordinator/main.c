@@ -12,6 +12,14 @@
 #include "server/rpc.h"
 #include "server/secure.h"
 
+/* usage_error: after a bad command line, the usage line and where the rest is */
+static void
+usage_error(void)
+{
+    fprintf(stderr, "usage: a2a-coordinator --config FILE [--listen URL] [--journal "
+                    "PATH]\n(a2a-coordinator --help says more)\n");
+}
+
 static void
 usage(FILE *f)
 {
@@ -25,6 +33,7 @@ usage(FILE *f)
                "                  (default: coordinator.journal of FILE; without either,\n"
                "                  a restart forgets runtime groups and changes every epoch)\n"
                "  --version       print \"a2a-coordinator VERSION\" and exit\n"
+               "  --help          this text\n"
                "\n"
                "Prints \"listening on URL\" on stdout once it serves. SIGHUP reloads FILE\n"
                "(a bad file keeps the last good one), security.token_file and the\n"
@@ -183,7 +192,7 @@ main(int argc, char **argv)
         case 'j': journal = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("%s %s\n", "a2a-coordinator", A2A_VERSION); return 0;
-        default: usage(stderr); return 2;
+        default: usage_error(); return 2;
         }
     }
     if (path == NULL || optind != argc) {
@@ -191,7 +200,7 @@ main(int argc, char **argv)
             fprintf(stderr, "a2a-coordinator: no --config FILE (the cluster YAML to serve)\n");
         else
             fprintf(stderr, "a2a-coordinator: unexpected argument \"%s\"\n", argv[optind]);
-        usage(stderr);
+        usage_error();
         return 2;
     }
     /* Block the signals before NNG starts its threads, so that only sigwait sees them. */

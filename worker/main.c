@@ -15,6 +15,13 @@
 #include "server/rpc.h"
 #include "server/secure.h"
 
+/* usage_error: after a bad command line, the usage line and where the rest is */
+static void
+usage_error(void)
+{
+    fprintf(stderr, "usage: a2a-worker --config FILE --name NAME\n(a2a-worker --help says more)\n");
+}
+
 static void
 usage(FILE *f)
 {
@@ -25,6 +32,7 @@ usage(FILE *f)
                "  --config FILE   the cluster YAML (see configs/cluster.yaml)\n"
                "  --name NAME     which worker of FILE this is\n"
                "  --version       print \"a2a-worker VERSION\" and exit\n"
+               "  --help          this text\n"
                "\n"
                "Prints \"listening on URL data DATA_URL\" on stdout once it serves.\n"
                "SIGTERM or SIGINT stops it. SIGHUP reads security.token_file and the\n"
@@ -175,7 +183,7 @@ main(int argc, char **argv)
         case 'n': name = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("%s %s\n", "a2a-worker", A2A_VERSION); return 0;
-        default: usage(stderr); return 2;
+        default: usage_error(); return 2;
         }
     }
     if (path == NULL || name == NULL || optind != argc) {
@@ -185,7 +193,7 @@ main(int argc, char **argv)
             fprintf(stderr, "a2a-worker: no --name NAME (which worker of %s this is)\n", path);
         else
             fprintf(stderr, "a2a-worker: unexpected argument \"%s\"\n", argv[optind]);
-        usage(stderr);
+        usage_error();
         return 2;
     }
     sigemptyset(&set);
