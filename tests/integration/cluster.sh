@@ -169,3 +169,34 @@ wait_pid() {
     wait_status=$?
     return 0
 }
+
+# wait_ranks SECONDS PREFIX: 0 when every job of rank_pids ended with status 0 within SECONDS
+# (a job still running is killed; a failed one's last lines of $dir/PREFIXR.log are shown)
+wait_ranks() {
+    local r bad=0
+    for r in "${!rank_pids[@]}"; do
+        if ! wait_pid "${rank_pids[r]}" "$1"; then
+            echo "rank $r still ran after $1 s (killed)"
+            bad=1
+        elif ((wait_status != 0)); then
+            echo "rank $r exited with $wait_status:"
+            tail -n 5 "$dir/$2$r.log"
+            bad=1
+        fi
+    done
+    rank_pids=()
+    return $bad
+}
+
+# hup_until NAME LOG PATTERN: SIGHUP to service NAME; 0 once LOG has one more line matching
+# PATTERN (within 5 s)
+hup_until() {
+    local name=$1 log=$2 pat=$3 n i
+    n=$(grep -c "$pat" "$log")
+    kill -HUP "${pid[$name]}"
+    for ((i = 0; i < 100; i++)); do
+        (($(grep -c "$pat" "$log") > n)) && return 0
+        sleep 0.05
+    done
+    return 1
+}

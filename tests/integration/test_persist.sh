@@ -93,23 +93,6 @@ run_ranks() {
     done
 }
 
-# wait_ranks SECONDS PREFIX: every rank exited 0 within SECONDS
-wait_ranks() {
-    local r bad=0
-    for r in 0 1 2 3; do
-        if ! wait_pid "${rank_pids[r]}" "$1"; then
-            echo "rank $r still ran after $1 s (killed)"
-            bad=1
-        elif ((wait_status != 0)); then
-            echo "rank $r exited with $wait_status:"
-            tail -n 5 "$dir/$2$r.log"
-            bad=1
-        fi
-    done
-    rank_pids=()
-    return $bad
-}
-
 start_cluster 5 w0 w1
 echo "cluster: coordinator ${ports[0]}, w0 ${ports[1]}, w1 ${ports[3]}"
 grep -q "no journal at $dir/journal yet" "$dir/coordinator.log" || fail "the first start did not say it had no journal"

@@ -328,22 +328,8 @@ echo "part 1 (token): PASS"
 part="TLS"
 command -v openssl >/dev/null || fail "openssl is needed to make the test certificates"
 tls_fail=""
-# mkca NAME: a self-signed CA; mkcert NAME CA: a key and a certificate signed by CA for 127.0.0.1
-mkca() {
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-        -keyout "$dir/$1.key" -out "$dir/$1.crt" -days 2 -subj "/CN=a2a test $1" \
-        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=keyCertSign,cRLSign" \
-        >>"$dir/openssl.out" 2>&1
-}
-mkcert() {
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-        -keyout "$dir/$1.key" -out "$dir/$1.csr" -subj "/CN=localhost" >>"$dir/openssl.out" 2>&1 &&
-        printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
-            "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth,clientAuth" \
-            >"$dir/$1.ext" &&
-        openssl x509 -req -in "$dir/$1.csr" -CA "$dir/$2.crt" -CAkey "$dir/$2.key" \
-            -CAcreateserial -out "$dir/$1.crt" -days 2 -extfile "$dir/$1.ext" >>"$dir/openssl.out" 2>&1
-}
+# shellcheck source=certs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/certs.sh"
 { mkca ca && mkcert node ca && mkcert client ca && mkca evilca && mkcert evil evilca; } ||
     fail "openssl could not make the certificates: $(cat "$dir/openssl.out")"
 openssl verify -CAfile "$dir/ca.crt" "$dir/node.crt" "$dir/client.crt" >/dev/null ||

@@ -31,22 +31,8 @@ export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
 unset A2A_TOKEN_FILE A2A_TLS_CERT A2A_TLS_KEY A2A_TLS_CA
 command -v openssl >/dev/null || fail "openssl is needed to make the test certificates"
 
-# mkca NAME: a self-signed CA; mkcert NAME CA: a key and a certificate signed by CA for 127.0.0.1
-mkca() {
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-        -keyout "$dir/$1.key" -out "$dir/$1.crt" -days 2 -subj "/CN=a2a test $1" \
-        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=keyCertSign,cRLSign" \
-        >>"$dir/openssl.out" 2>&1
-}
-mkcert() {
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-        -keyout "$dir/$1.key" -out "$dir/$1.csr" -subj "/CN=localhost" >>"$dir/openssl.out" 2>&1 &&
-        printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
-            "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth,clientAuth" \
-            >"$dir/$1.ext" &&
-        openssl x509 -req -in "$dir/$1.csr" -CA "$dir/$2.crt" -CAkey "$dir/$2.key" \
-            -CAcreateserial -out "$dir/$1.crt" -days 2 -extfile "$dir/$1.ext" >>"$dir/openssl.out" 2>&1
-}
+# shellcheck source=certs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/certs.sh"
 { mkca oldca && mkcert old oldca && mkca newca && mkcert new newca; } ||
     fail "openssl could not make the certificates: $(cat "$dir/openssl.out")"
 cat "$dir/oldca.crt" "$dir/newca.crt" >"$dir/both.crt"
@@ -111,33 +97,9 @@ run_ranks() {
         rank_pids+=($!)
     done
 }
-wait_ranks() { # SECONDS PREFIX
-    local r bad=0
-    for r in 0 1 2 3; do
-        if ! wait_pid "${rank_pids[r]}" "$1"; then
-            echo "rank $r still ran after $1 s (killed)"
-            bad=1
-        elif ((wait_status != 0)); then
-            echo "rank $r exited with $wait_status:"
-            tail -n 5 "$dir/$2$r.log"
-            bad=1
-        fi
-    done
-    rank_pids=()
-    return $bad
-}
 
-# hup NAME PATTERN: SIGHUP to NAME; 0 once its log has one more line matching PATTERN (5 s)
-hup() {
-    local name=$1 pat=$2 log=$dir/$1.log n i
-    n=$(grep -c "$pat" "$log")
-    kill -HUP "${pid[$name]}"
-    for ((i = 0; i < 100; i++)); do
-        (($(grep -c "$pat" "$log") > n)) && return 0
-        sleep 0.05
-    done
-    return 1
-}
+# hup NAME PATTERN: hup_until NAME with its log
+hup() { hup_until "$1" "$dir/$1.log" "$2"; }
 hup_all() { # WHAT
     local s
     for s in coordinator w0 w1; do

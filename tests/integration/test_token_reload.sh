@@ -74,34 +74,6 @@ run_ranks() {
     done
 }
 
-wait_ranks() { # SECONDS PREFIX
-    local r bad=0
-    for r in 0 1 2 3; do
-        if ! wait_pid "${rank_pids[r]}" "$1"; then
-            echo "rank $r still ran after $1 s (killed)"
-            bad=1
-        elif ((wait_status != 0)); then
-            echo "rank $r exited with $wait_status:"
-            tail -n 5 "$dir/$2$r.log"
-            bad=1
-        fi
-    done
-    rank_pids=()
-    return $bad
-}
-
-# hup NAME LOG PATTERN: SIGHUP to NAME; 0 once LOG has one more line matching PATTERN (5 s)
-hup() {
-    local name=$1 log=$2 pat=$3 n i
-    n=$(grep -c "$pat" "$log")
-    kill -HUP "${pid[$name]}"
-    for ((i = 0; i < 100; i++)); do
-        (($(grep -c "$pat" "$log") > n)) && return 0
-        sleep 0.05
-    done
-    return 1
-}
-
 start_cluster 5 w0 w1
 echo "cluster: coordinator ${ports[0]}, w0 ${ports[1]}, w1 ${ports[3]}"
 ctl "$dir/old" "$(coord_url)" health >/dev/null || fail "health with the first token"
@@ -110,9 +82,9 @@ ctl "$dir/old" "$(coord_url)" health >/dev/null || fail "health with the first t
 run_ranks loop "$dir/old" loop 8
 sleep 2
 cp "$dir/new" "$token.tmp" && mv "$token.tmp" "$token"
-hup coordinator "$dir/coordinator.log" "SIGHUP: new token from $token" || fail "the coordinator did not take the new token"
-hup w0 "$dir/w0.log" "SIGHUP: new token from $token" || fail "w0 did not take the new token"
-hup w1 "$dir/w1.log" "SIGHUP: new token from $token" || fail "w1 did not take the new token"
+hup_until coordinator "$dir/coordinator.log" "SIGHUP: new token from $token" || fail "the coordinator did not take the new token"
+hup_until w0 "$dir/w0.log" "SIGHUP: new token from $token" || fail "w0 did not take the new token"
+hup_until w1 "$dir/w1.log" "SIGHUP: new token from $token" || fail "w1 did not take the new token"
 out=$(ctl "$dir/old" "$(coord_url)" health) && fail "the coordinator still takes the old token: $out"
 echo "$out" | grep -q "PERMISSION_DENIED" || fail "the old token at the coordinator: $out"
 out=$(ctl "$dir/old" "$(w0_url)" health) && fail "w0's API still takes the old token: $out"
@@ -142,11 +114,11 @@ echo "new jobs prove the new token; w1 restarted links with w0 on it, and exchan
 
 # ---- a bad new file keeps the token in use ----
 echo "short" >"$token"
-hup coordinator "$dir/coordinator.log" "SIGHUP: keeping the token in use" || fail "a short token file was not refused"
+hup_until coordinator "$dir/coordinator.log" "SIGHUP: keeping the token in use" || fail "a short token file was not refused"
 grep "SIGHUP: keeping the token in use" "$dir/coordinator.log" | tail -1 | grep -q "$token" || fail "the refusal does not name the file"
-hup w0 "$dir/w0.log" "SIGHUP: keeping the token in use" || fail "w0 took a short token file"
+hup_until w0 "$dir/w0.log" "SIGHUP: keeping the token in use" || fail "w0 took a short token file"
 rm -f "$token"
-hup coordinator "$dir/coordinator.log" "SIGHUP: keeping the token in use" || fail "a missing token file was not refused"
+hup_until coordinator "$dir/coordinator.log" "SIGHUP: keeping the token in use" || fail "a missing token file was not refused"
 ctl "$dir/new" "$(coord_url)" health >/dev/null || fail "the token in use was lost after bad files"
 ctl "$dir/new" "$(w0_url)" health >/dev/null || fail "w0's token in use was lost after a bad file"
 grep "SIGHUP: keeping the token in use" "$dir/coordinator.log" | sed 's/^.*SIGHUP/SIGHUP/'
