@@ -37,12 +37,12 @@ handshake_set_tls(engine *e)
     int set = srv != NULL ? wsock_listener_set_tls(e->listener, srv) : 1;
     if (set < 0)
         rv = -1;
-    else if (set == 0) {
+    else if (set == 0) { /* its waiting accept took the old configuration (rpc_poke) */
         pthread_mutex_lock(&e->mtx);
-        e->poke_until = rpc_now_ms() + 2000; /* its link's end is ours: not worth a warning */
+        e->poke_until = rpc_now_ms() + 2000; /* that link's end is ours: not worth a warning */
         pthread_mutex_unlock(&e->mtx);
         rpc_poke(e->data_url);
-    } /* its waiting accept took the old configuration (rpc.h) */
+    }
     if (cli != NULL && rpc_client_set_tls(e->coord, cli) < 0)
         rv = -1;
     if (srv != NULL)

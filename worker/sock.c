@@ -182,7 +182,7 @@ wsock_listener_set_tls(wsock_listener *l, nng_tls_config *tls)
 {
     if (l == NULL || l->nl == NULL || tls == NULL || !l->tls)
         return 1;
-    return nng_stream_listener_set_ptr(l->nl, NNG_OPT_TLS_CONFIG, tls);
+    return nng_stream_listener_set_ptr(l->nl, NNG_OPT_TLS_CONFIG, tls) == 0 ? 0 : -1;
 }
 
 int

@@ -25,7 +25,7 @@ int wsock_dial(const char *url, nng_tls_config *tls, int timeout_ms, wsock **out
 int wsock_listen(const char *url, nng_tls_config *tls, wsock_listener **out, int *port);
 
 /* wsock_listener_set_tls: the TLS configuration of the links accepted from now on (SIGHUP);
- * 1 for a listener without TLS (plain TCP), 0 when set, else NNG's error. */
+ * 1 for a listener without TLS (plain TCP), 0 when set, -1 when NNG refused it. */
 int wsock_listener_set_tls(wsock_listener *l, nng_tls_config *tls);
 
 /* wsock_accept waits for the next link; NNG_ECLOSED once the listener is closed. */
