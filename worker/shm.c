@@ -3,7 +3,7 @@
  * over on its session (SCM_RIGHTS, worker/local.c), mapped here too, so that
  * slices in them go to and from the sockets with no copy in the worker. A
  * job's plain buffers reach us the same way, through the staging memfds
- * that liba2a copies them into (worker/client.c).
+ * that liba2a copies them into (worker/lib/client.c).
  *
  * Each mapping belongs to one session (xfer_sess) and is found only through
  * it; its refs count the transfers using it, and an unmap waits for them.
