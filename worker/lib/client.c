@@ -112,6 +112,15 @@ typedef struct job_opnum {
 static void opnum_put(a2a_job *job, const wire_a2av *w, int replied, int64_t next, a2a_status st);
 static a2a_status counts_back(a2a_job *job, const wire_a2av *w, const a2a_alltoallv_args *args);
 
+/* The calls of one group, one at a time (a2a_all_to_all_v): two threads' calls on a group
+ * would take the same number from the job's record, and the worker cannot tell which is
+ * which. */
+typedef struct job_glock {
+    struct job_glock *next;
+    char name[A2A_GROUP_NAME_MAX + 1];
+    pthread_mutex_t mtx;
+} job_glock;
+
 /* A group as this job last resolved it. */
 typedef struct job_group {
     struct job_group *next;
@@ -156,6 +165,7 @@ struct a2a_job {
     job_err *errs;
     job_group *groups;
     job_opnum *opnums;
+    job_glock *glocks;     /* never freed before the job */
     job_buf *bufs;         /* handed over to the worker */
     job_buf *plain;        /* from a2a_buffer_alloc, but the worker refused them: staged */
     int chan_off;          /* $A2A_CHANNEL=0: the RPC path only */
@@ -1184,6 +1194,12 @@ a2a_job_close(a2a_job *job)
         job->opnums = o->next;
         free(o);
     }
+    while (job->glocks != NULL) {
+        job_glock *l = job->glocks;
+        job->glocks = l->next;
+        pthread_mutex_destroy(&l->mtx);
+        free(l);
+    }
     pthread_cond_destroy(&job->slot_cv);
     pthread_cond_destroy(&job->lcv);
     pthread_mutex_destroy(&job->lmtx);
@@ -1968,12 +1984,39 @@ counts_back(a2a_job *job, const wire_a2av *w, const a2a_alltoallv_args *args)
 
 static a2a_status all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args);
 
+/* glock_of finds (or makes) the lock of group's calls in job; NULL out of memory. */
+static pthread_mutex_t *
+glock_of(a2a_job *job, const char *group)
+{
+    job_glock *l;
+    char name[A2A_GROUP_NAME_MAX + 1];
+
+    snprintf(name, sizeof(name), "%s", group); /* a longer name fails check_name anyway */
+    pthread_mutex_lock(&job->mtx);
+    for (l = job->glocks; l != NULL && strcmp(l->name, name) != 0; l = l->next)
+        ;
+    if (l == NULL && (l = calloc(1, sizeof(*l))) != NULL) {
+        snprintf(l->name, sizeof(l->name), "%s", name);
+        pthread_mutex_init(&l->mtx, NULL);
+        l->next = job->glocks;
+        job->glocks = l;
+    }
+    pthread_mutex_unlock(&job->mtx);
+    return l != NULL ? &l->mtx : NULL;
+}
+
 a2a_status
 a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
 {
     a2a_status st;
+    pthread_mutex_t *one = NULL;
     if (req_route(job, args, &st)) /* after the calls started before it on the group */
         return st;
+    /* calls on one group from several threads: one at a time, each with the number the one
+     * before left (calls on different groups still run at the same time) */
+    if (job != NULL && args != NULL &&
+        (one = glock_of(job, args->group != NULL ? args->group : A2A_WORLD_GROUP)) != NULL)
+        pthread_mutex_lock(one);
     opnum_taken.pending = 0;
     st = all_to_all_v_run(job, args);
     /* a failure that a changed group explains (destroyed, created again with another size or
@@ -1993,6 +2036,8 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
         snprintf(w.group, sizeof(w.group), "%s", opnum_taken.group);
         opnum_put(job, &w, 0, -1, st);
     }
+    if (one != NULL)
+        pthread_mutex_unlock(one);
     return st;
 }
 
