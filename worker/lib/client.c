@@ -2041,6 +2041,17 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
     return st;
 }
 
+/* timeout_left makes w's timeout what is left of it since t0, when the call began: resolving
+ * the group or reaching a restarted worker again takes part of it, and the worker counts what
+ * it is told afresh (calls 0.9-1.1 s late in campaign seed 22051) */
+static void
+timeout_left(wire_a2av *w, int64_t t0)
+{
+    int64_t spent = rpc_now_ms() - t0;
+    if (spent > 0)
+        w->timeout_ms = w->timeout_ms > spent ? w->timeout_ms - spent : 1;
+}
+
 static a2a_status
 all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
 {
@@ -2076,6 +2087,7 @@ all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
     }
     opnum_take(job, &w);
     if (job->remote) {
+        timeout_left(&w, t0);
         st = remote_all_to_all_v(job, &w, args);
         free(w.counts);
         return st;
@@ -2089,6 +2101,7 @@ all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
             return st;
         }
         int64_t next = -2;
+        timeout_left(&w, t0);
         st = chan_call(job, ch, &w, &served, &keep, &next);
         if (served && st == A2A_OK && args->recv_counts == NULL &&
             shmchan_counts_read(ch->mem, SHMCHAN_SIZE, w.n, w.counts + 2 * w.n) != 0)
@@ -2120,11 +2133,7 @@ all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
     pthread_mutex_lock(&job->lmtx);
     if ((st = local_ensure(job)) == A2A_OK &&
         (st = stage_in(job, sg, &w, args, &plan, 1)) == A2A_OK) {
-        /* what is left of the timeout: reaching a restarted worker again took part of it (a
-         * call 0.9 s late in campaign seed 22051, whose worker counted all of it afresh) */
-        int64_t spent = rpc_now_ms() - t0;
-        if (spent > 0)
-            w.timeout_ms = w.timeout_ms > spent ? w.timeout_ms - spent : 1;
+        timeout_left(&w, t0);
         msgpack_sbuffer_init(&sb);
         if (wire_a2av_encode(&sb, &w) != 0) {
             st = job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
