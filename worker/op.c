@@ -883,6 +883,7 @@ op_ask(op_out *o, op_group *g, op_call *c)
     c->ask_left = 0;
     c->ask_num = -1;
     c->ask_idle = 1;
+    c->ask_busy = -1;
     c->ask_heard = 0;
     c->ask_st = A2A_OK;
     c->ask_lost = 0;
@@ -947,6 +948,11 @@ op_ask_number(const op_group *g, const op_call *c, int *wait)
     if (here > n)
         n = here;
     *wait = *wait && n > 0;
+    /* a rank is still in n - 1 (or surely calls it next), which failed where n came from */
+    if (*wait && (c->ask_busy == n - 1 || (!idle && here == n - 1))) {
+        *wait = 0;
+        return (uint64_t)(n - 1);
+    }
     return n > 0 ? (uint64_t)n : 0;
 }
 
@@ -1027,6 +1033,8 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
         if (c->asking && c->ask_token == f->id.op && c->ask_wait[peer]) {
             c->ask_wait[peer] = 0;
             c->ask_heard |= (f->idle & 2) != 0;
+            if (!(f->idle & 1) && f->count > c->ask_busy)
+                c->ask_busy = f->count;
             if (f->count > c->ask_num) {
                 c->ask_num = f->count;
                 c->ask_idle = f->idle & 1;

@@ -30,6 +30,16 @@
  * does that round again alone, waits for its deadline, and the ranks stay one operation apart
  * (and its eager slices can meet the others' next round when its ABORT is slower than the
  * barrier).
+ * A second known gap, off by default (OP_KILL_FAULT=1 turns on test_lockstep_jobkill_fault):
+ * in lockstep, a job kill and one more fault (a deadline, a lost link, a worker restart) in
+ * the same two rounds. About 1 random order in 5 does not recover within the four rounds the
+ * simulator has (a new job whose earlier job left no trace at any worker takes operation k for
+ * its k-th call, while the application skipped rounds), and 8 in 9,000 complete a round with
+ * a member's data of the round before (a latecomer's operation completes at its worker after
+ * a member's deadline: the simulator has no clock, so the READY ttl rule of op_arrive, which
+ * fails such a call in the engine unless it comes within the one-way delay, never applies).
+ * OP_COUNT_FAILS=1 counts the failing random orders instead of stopping at the first;
+ * OP_SEED=S replays the one order of seed S (with OP_TRACE=1: traced).
  * Directed tests check single rules: COUNT_MISMATCH and its message, duplicates, DATA out of
  * order or out of range, frames of an older epoch, a latecomer answered from the history.
  */
@@ -444,6 +454,84 @@ test_ready_expired(void)
     }
 }
 
+/* a new job of group rank 0 (w0, with rank 1; rank 2 on w1) asks where the group is after its
+ * earlier job ended between operations 0 and 1, and rank 1 failed operation 1 here (an epoch
+ * change, a deadline). This worker's own answer is 2, idle (rank 1's last operation failed).
+ * When w1 answers 1, not idle (rank 2 is still in operation 1, or surely calls it next), the
+ * call takes 1 at once, the latecomer of that failed operation: in lockstep rank 2 waits in it
+ * for rank 0's call of the same round (campaign seed 22051: taking 2 left rank 0 one operation
+ * ahead for good). When w1 answers 2 idle, or nothing (-1), the call is patient for 2 as
+ * before, and so it is when w1 answers 0 not idle. */
+static void
+test_ask_busy_below(void)
+{
+    static const struct {
+        int64_t count;
+        int idle;
+        uint64_t num;
+        int wait;
+        uint64_t take; /* once patience ran out without a frame of num */
+    } cases[] = {{1, 0, 1, 0, 1}, {2, 1, 2, 1, 2}, {-1, 0, 2, 1, 2}, {0, 0, 2, 1, 2}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const char *names[] = {"w0", "w1"};
+        op_env env = {.self = "w0", .workers = names, .nworkers = 2};
+        op_group *gp = calloc(1, sizeof(*gp));
+        op_call c;
+        op_out o;
+        int64_t world[] = {0, 1};
+        int wait = -1;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(gp);
+        op_group *g = gp;
+        memset(&c, 0, sizeof(c));
+        g->env = &env;
+        snprintf(g->name, sizeof(g->name), "g");
+        g->epoch = 7;
+        g->n = 3;
+        g->world = calloc(3, sizeof(int64_t));
+        g->peer = calloc(3, sizeof(int));
+        g->lidx = calloc(3, sizeof(int));
+        CU_ASSERT_FATAL(g->world != NULL && g->peer != NULL && g->lidx != NULL);
+        for (int r = 0; r < 3; r++) {
+            g->world[r] = r;
+            g->peer[r] = r < 2 ? -1 : 1;
+            g->lidx[r] = r < 2 ? r : -1;
+        }
+        g->nlocal = 2;
+        CU_ASSERT_EQUAL_FATAL(group_seq_init(&g->seq, 2, world), 0);
+        op_out_init(&o);
+        for (size_t l = 0; l < 2; l++) { /* operation 0: done by both */
+            CU_ASSERT_EQUAL(group_seq_begin(&g->seq, l, 0, 0), 0);
+            group_seq_end(&g->seq, l, 0, A2A_OK);
+        }
+        CU_ASSERT_EQUAL(group_seq_begin(&g->seq, 1, 1, 0), 1); /* rank 1 fails operation 1 */
+        op_op *op = op_get(g, 1, 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(op);
+        op_fail(&o, op, A2A_ERR_UNAVAILABLE, 0, "the group changed");
+        group_seq_end(&g->seq, 1, 1, op->status);
+        (void)group_sweep(g);
+        c.grank = 0;
+        c.lidx = 0;
+        CU_ASSERT_EQUAL_FATAL(op_ask(&o, g, &c), 1);
+        frame here = {.type = FRAME_HERE, .count = cases[k].count, .idle = cases[k].idle | 2};
+        snprintf(here.id.group, sizeof(here.id.group), "g");
+        here.id.epoch = 7;
+        here.id.op = c.ask_token;
+        op_where(&o, g, 1, &here);
+        CU_ASSERT_EQUAL(c.asking, 0); /* the only answer awaited came */
+        uint64_t n = op_ask_number(g, &c, &wait);
+        CU_ASSERT_EQUAL(n, cases[k].num);
+        CU_ASSERT_EQUAL(wait, cases[k].wait);
+        /* patient for 2 and no frame of it came: still 2, for rank 0's earlier job was not in
+         * operation 1 (op_ask_take: only a replacement of an orphan is late to it) */
+        CU_ASSERT_EQUAL(op_ask_take(g, &c, n, wait), cases[k].take);
+        (void)op_ask_end(g, &c);
+        op_out_fini(&o);
+        (void)group_sweep(g);
+        CU_ASSERT_PTR_NULL(g->ops);
+        group_free(g);
+    }
+}
+
 /* zero counts everywhere: done without a byte moving */
 static void
 test_zero(void)
@@ -712,10 +800,21 @@ static void
 sample(size_t n, size_t nw, const int *where, size_t K, int faults, unsigned mix, size_t runs)
 {
     char err[512];
+    const char *one = getenv("OP_SEED"); /* replay one schedule of the failures printed */
     for (size_t i = 0; i < runs; i++) {
         unsigned rnd = (unsigned)(i * 2654435761u + mix);
+        if (one != NULL) {
+            if (i > 0)
+                break;
+            rnd = (unsigned)strtoul(one, NULL, 10);
+        }
         unsigned seed = rnd;
         if (run_once(n, nw, where, K, faults, mix, NULL, &rnd, NULL, err, sizeof(err)) != 0) {
+            if (getenv("OP_COUNT_FAILS") != NULL) {
+                fprintf(stderr, "FAILCOUNT n=%zu nw=%zu mix=%u seed %u: %s\n", n, nw, mix, seed,
+                        err);
+                continue;
+            }
             fprintf(stderr,
                     "\n  random schedule seed %u (n=%zu nw=%zu K=%zu faults=%d mix=%u): %s\n", seed,
                     n, nw, K, faults, mix, err);
@@ -934,6 +1033,27 @@ test_lockstep_jobkill(void)
     sim_lockstep = 0;
 }
 
+/* lockstep ranks with one job killed and one fault (a deadline, a link lost, a worker
+ * restarted or down) in the first two rounds: a known gap, off unless OP_KILL_FAULT=1 (see
+ * the header) */
+static void
+test_lockstep_jobkill_fault(void)
+{
+    static const int w3[] = {0, 0, 1}, w4[] = {0, 0, 1, 2}, w22[] = {0, 0, 1, 1};
+    size_t runs = small() ? 20 : env_size("OP_RANDOM_RUNS", 1500) / 2;
+    if (getenv("OP_KILL_FAULT") == NULL || atoi(getenv("OP_KILL_FAULT")) == 0)
+        return;
+    sim_lockstep = 1;
+    sim_jobkills = 1;
+    for (unsigned mix = 0; mix < 3; mix++) {
+        sample(3, 2, w3, 4, 1, mix, runs);
+        sample(4, 2, w22, 4, 1, mix, runs);
+        sample(4, 3, w4, 4, 1, mix, runs);
+    }
+    sim_jobkills = 0;
+    sim_lockstep = 0;
+}
+
 static const cu_test tests[] = {
     {"count_mismatch", test_count_mismatch},
     {"duplicates", test_duplicates},
@@ -943,6 +1063,7 @@ static const cu_test tests[] = {
     {"abort", test_abort},
     {"older_epoch", test_older_epoch},
     {"latecomer", test_latecomer},
+    {"ask_busy_below", test_ask_busy_below},
     {"ready_expired", test_ready_expired},
     {"zero", test_zero},
     {"discover", test_discover},
@@ -958,6 +1079,7 @@ static const cu_test tests[] = {
     {"lockstep", test_lockstep},
     {"jobkill", test_jobkill},
     {"lockstep_jobkill", test_lockstep_jobkill},
+    {"lockstep_jobkill_fault", test_lockstep_jobkill_fault},
 };
 
 int
