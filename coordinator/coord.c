@@ -243,12 +243,56 @@ coord_journal_open(coord *c, const char *path, char *err, size_t errlen)
     return st;
 }
 
-void
-coord_reload(coord *c, cfg_cluster *cfg)
+/* reload_moves: err says how cfg would move a worker of old that stays (its world ranks or its
+ * addresses), or how it would drop one that others after it keep; 1 then, else 0 */
+static int
+reload_moves(const cfg_cluster *old, const cfg_cluster *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < old->nworkers; i++) {
+        const cfg_worker *o = &old->workers[i], *n = cfg_find_worker(cfg, o->name);
+        if (n == NULL) {
+            for (size_t j = i + 1; j < old->nworkers; j++)
+                if (cfg_find_worker(cfg, old->workers[j].name) != NULL) {
+                    snprintf(err, errlen,
+                             "worker %s is gone from the file but %s, after it, stays: its "
+                             "world ranks would move (only the last workers may leave a running "
+                             "cluster; restart the cluster to remove others)",
+                             o->name, old->workers[j].name);
+                    return 1;
+                }
+            continue;
+        }
+        if (n->first_rank != o->first_rank || n->ranks != o->ranks) {
+            snprintf(err, errlen,
+                     "worker %s would have world ranks %lld..%lld instead of %lld..%lld (add "
+                     "workers at the end of workers:, resize or reorder only with a restart of "
+                     "the cluster)",
+                     o->name, (long long)n->first_rank, (long long)(n->first_rank + n->ranks - 1),
+                     (long long)o->first_rank, (long long)(o->first_rank + o->ranks - 1));
+            return 1;
+        }
+        if (strcmp(n->data_url, o->data_url) != 0 || strcmp(n->url, o->url) != 0) {
+            snprintf(err, errlen,
+                     "worker %s would move from %s (links %s) to %s (links %s): the running "
+                     "workers keep its old address; restart the cluster to move a worker",
+                     o->name, o->url, o->data_url, n->url, n->data_url);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int
+coord_reload(coord *c, cfg_cluster *cfg, char *err, size_t errlen)
 {
     size_t kept = 0;
 
     pthread_mutex_lock(&c->mtx);
+    if (reload_moves(c->cfg, cfg, err, errlen)) {
+        pthread_mutex_unlock(&c->mtx);
+        cfg_free(cfg);
+        return -1;
+    }
     cfg_free(c->cfg);
     c->cfg = cfg;
     for (size_t i = 0; i < c->nrgroups; i++) {
@@ -267,6 +311,7 @@ coord_reload(coord *c, cfg_cluster *cfg)
     prune_locked(c);
     (void)sync_locked(c, NULL); /* logged; the next change tries again */
     pthread_mutex_unlock(&c->mtx);
+    return 0;
 }
 
 /* ---- lookups, under c->mtx ---- */

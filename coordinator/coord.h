@@ -32,8 +32,12 @@ void coord_free(coord *c);
  */
 a2a_status coord_journal_open(coord *c, const char *path, char *err, size_t errlen);
 
-/* coord_reload swaps in cfg (taking ownership), keeping runtime groups that still fit. */
-void coord_reload(coord *c, cfg_cluster *cfg);
+/* coord_reload swaps in cfg (taking ownership), keeping runtime groups that still fit; 0. A
+ * file that would move a running worker's world ranks or addresses (a worker removed, inserted
+ * or resized anywhere but at the end, or moved) is refused: -1 with err, cfg freed, the file in
+ * use kept. Workers appended at the end join the cluster, and the last ones may leave: the
+ * running workers learn them from hccl_world_group's members (worker/watch.c). */
+int coord_reload(coord *c, cfg_cluster *cfg, char *err, size_t errlen);
 
 /* coord_methods returns the method table, for rpc_server_alloc with c as its argument. */
 const rpc_method *coord_methods(size_t *n);

@@ -103,13 +103,22 @@ reload(coord *c, const char *path, char *token_file, size_t cap, tls_paths *tls)
         log_error("reload refused, still serving the last good file: %s", err);
         return;
     }
-    snprintf(token_file, cap, "%s", cfg->token_file);
-    tls_paths_of(tls, cfg);
-    coord_reload(c, cfg);
+    int64_t ranks = cfg->world_size;
+    size_t ngroups = cfg->ngroups, nworkers = cfg->nworkers;
+    char tf[CFG_PATH_MAX + 1];
+    tls_paths t;
+    snprintf(tf, sizeof(tf), "%s", cfg->token_file);
+    tls_paths_of(&t, cfg);
+    if (coord_reload(c, cfg, err, sizeof(err)) != 0) { /* cfg is freed */
+        log_error("reload refused, still serving the last good file: %s: %s", path, err);
+        return;
+    }
+    snprintf(token_file, cap, "%s", tf);
+    *tls = t;
     /* health's count adds hccl_world_group and the runtime groups: say which these are */
-    log_info("reloaded %s: %lld ranks, %zu groups from the file (besides hccl_world_group and the "
-             "runtime groups)",
-             path, (long long)cfg->world_size, cfg->ngroups);
+    log_info("reloaded %s: %zu workers, %lld ranks, %zu groups from the file (besides "
+             "hccl_world_group and the runtime groups)",
+             path, nworkers, (long long)ranks, ngroups);
 }
 
 static int

@@ -44,26 +44,30 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
     e->cfg = cfg;
     e->sec = sec;
     e->incarnation = random_u64();
-    if ((e->self = cfg_find_worker(cfg, name)) == NULL) {
+    const cfg_worker *me = cfg_find_worker(cfg, name);
+    if (me == NULL) {
         engine_free(e);
         return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT, "no worker \"%s\" in %s", name,
                            cfg->path);
     }
+    e->self_idx = (int)(me - cfg->workers);
     e->npeers = cfg->nworkers;
-    if ((e->peers = calloc(e->npeers, sizeof(*e->peers))) == NULL) {
+    e->cap = cfg->nworkers + ENGINE_WORKERS_ADDED;
+    e->world_size = cfg->world_size;
+    if ((e->peers = calloc(e->cap, sizeof(*e->peers))) == NULL ||
+        (e->names = calloc(e->cap, sizeof(*e->names))) == NULL ||
+        (e->wtab = calloc(e->cap, sizeof(*e->wtab))) == NULL) {
         engine_free(e);
         return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
-    if ((e->names = calloc(e->npeers, sizeof(*e->names))) == NULL) {
-        engine_free(e);
-        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
-    }
+    memcpy(e->wtab, cfg->workers, cfg->nworkers * sizeof(*e->wtab));
+    e->self = &e->wtab[e->self_idx];
     e->env = (op_env){.self = e->self->name, .workers = e->names, .nworkers = e->npeers};
-    for (size_t i = 0; i < e->npeers; i++) {
-        e->names[i] = cfg->workers[i].name;
+    for (size_t i = 0; i < e->cap; i++) { /* every slot, so that engine_free may destroy all */
+        e->names[i] = e->wtab[i].name;
         e->peers[i].e = e;
         e->peers[i].idx = (int)i;
-        e->peers[i].w = &cfg->workers[i];
+        e->peers[i].w = &e->wtab[i];
         pthread_cond_init(&e->peers[i].cv, NULL);
     }
     if ((st = rpc_client_alloc(&e->coord, cfg->coordinator_url, &sec->client, err, errlen)) !=
@@ -118,12 +122,13 @@ engine_free(engine *e)
             group_free(g);
     }
     early_clear(&e->early);
-    for (size_t i = 0; e->peers != NULL && i < e->npeers; i++)
+    for (size_t i = 0; e->peers != NULL && e->names != NULL && e->wtab != NULL && i < e->cap; i++)
         pthread_cond_destroy(&e->peers[i].cv);
     shm_free_all(e);
     pthread_cond_destroy(&e->map_cv);
     free(e->peers);
     free(e->names);
+    free(e->wtab);
     pthread_mutex_destroy(&e->mtx);
     free(e);
 }
@@ -182,13 +187,100 @@ replay_early(engine *e, op_group *g)
 
 /* ---- groups ---- */
 
+/* worker_index: the index of the worker called name that is not retired, or -1; under e->mtx */
 static int
-worker_index(const cfg_cluster *cfg, const char *name)
+worker_index(const engine *e, const char *name)
 {
-    for (size_t i = 0; i < cfg->nworkers; i++)
-        if (strcmp(cfg->workers[i].name, name) == 0)
+    for (size_t i = 0; i < e->npeers; i++)
+        if (strcmp(e->wtab[i].name, name) == 0 && (!e->peers[i].retired || (int)i == e->self_idx))
             return (int)i;
     return -1;
+}
+
+int
+engine_peer_add(engine *e, const char *name, const char *url, const char *data_url, char *err,
+                size_t errlen)
+{
+    int w = worker_index(e, name);
+    eng_peer *p;
+
+    if (w >= 0)
+        return w;
+    for (size_t i = 0; i < e->npeers; i++) { /* back where it was: the same slot again */
+        p = &e->peers[i];
+        if (p->retired && strcmp(e->wtab[i].name, name) == 0 &&
+            strcmp(e->wtab[i].data_url, data_url) == 0 && p->out == NULL && p->in == NULL &&
+            p->ctl_head == NULL && p->sends == NULL) {
+            p->retired = 0;
+            p->incarnation = 0;
+            p->lost = 0;
+            log_info("worker %s (%s) is back in the cluster", name, data_url);
+            return (int)i;
+        }
+    }
+    if (e->npeers >= e->cap) {
+        status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
+                    "worker %s cannot take worker \"%s\" into the cluster: it knows %zu "
+                    "workers already, %d more than its file, the most it takes without a restart",
+                    e->self->name, name, e->npeers, ENGINE_WORKERS_ADDED);
+        return -1;
+    }
+    if (strlen(name) > CFG_WORKER_NAME_MAX || strlen(url) > CFG_URL_MAX ||
+        strlen(data_url) > CFG_URL_MAX || data_url[0] == '\0') {
+        status_fail(err, errlen, A2A_ERR_INTERNAL,
+                    "the coordinator listed worker \"%.64s\" with a bad address", name);
+        return -1;
+    }
+    w = (int)e->npeers;
+    cfg_worker *c = &e->wtab[w];
+    memset(c, 0, sizeof(*c));
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    snprintf(c->url, sizeof(c->url), "%s", url);
+    snprintf(c->data_url, sizeof(c->data_url), "%s", data_url);
+    p = &e->peers[w];
+    if (link_peer_start(e, p) != 0) {
+        status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
+                    "worker %s cannot start a thread for worker \"%s\"", e->self->name, name);
+        return -1;
+    }
+    e->npeers++;
+    e->env.nworkers = e->npeers;
+    log_info("worker %s (%s) joined the cluster (the coordinator lists it; it is not in %s)", name,
+             data_url, e->cfg->path);
+    return w;
+}
+
+void
+engine_workers_seen(engine *e, const wire_group *world)
+{
+    uint8_t *listed = calloc(e->cap, 1);
+    char err[300];
+
+    if (listed == NULL)
+        return;
+    for (size_t i = 0; i < world->n; i++) {
+        const wire_member *m = &world->members[i];
+        int w = engine_peer_add(e, m->worker, m->url, m->data_url, err, sizeof(err));
+        if (w < 0) {
+            log_error("%s", err);
+            continue;
+        }
+        listed[w] = 1;
+    }
+    for (size_t i = 0; i < e->npeers; i++)
+        if (!listed[i] && (int)i != e->self_idx && !e->peers[i].retired) {
+            log_info("worker %s (%s) left the cluster: the coordinator no longer lists it",
+                     e->wtab[i].name, e->wtab[i].data_url);
+            link_peer_retire(e, &e->peers[i],
+                             "it left the cluster (the coordinator no longer "
+                             "lists it)");
+        }
+    if (!listed[e->self_idx])
+        log_error("the coordinator's hccl_world_group has no rank of this worker (%s): its file "
+                  "and ours disagree",
+                  e->self->name);
+    __atomic_store_n(&e->world_size, (int64_t)world->n, __ATOMIC_RELAXED);
+    free(listed);
 }
 
 /* group_build makes an op_group from a resolved group; NULL with err. */
@@ -196,7 +288,7 @@ static op_group *
 group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
 {
     op_group *g = calloc(1, sizeof(*g));
-    int self = (int)(e->self - e->cfg->workers);
+    int self = e->self_idx;
 
     int64_t *local = calloc(wg->n, sizeof(int64_t));
 
@@ -211,13 +303,19 @@ group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
     g->epoch = wg->epoch;
     g->n = wg->n;
     for (size_t i = 0; i < wg->n; i++) {
-        int w = worker_index(e->cfg, wg->members[i].worker);
-        g->world[i] = wg->members[i].world_rank;
-        if (w < 0) {
+        const wire_member *m = &wg->members[i];
+        /* a worker the coordinator added after we started: it is in the group's reply */
+        int w = engine_peer_add(e, m->worker, m->url, m->data_url, err, errlen);
+        g->world[i] = m->world_rank;
+        if (w < 0)
+            goto fail;
+        if (w == self && !engine_owns(e, m->world_rank)) {
             status_fail(err, errlen, A2A_ERR_INTERNAL,
-                        "group \"%s\" has a member on worker \"%s\", which %s does not know: the "
-                        "coordinator and this worker read different files",
-                        wg->name, wg->members[i].worker, e->cfg->path);
+                        "group \"%s\" puts world rank %lld on this worker (%s), whose ranks are "
+                        "%lld..%lld in %s: the coordinator and this worker read different files",
+                        wg->name, (long long)m->world_rank, e->self->name,
+                        (long long)e->self->first_rank,
+                        (long long)(e->self->first_rank + e->self->ranks - 1), e->cfg->path);
             goto fail;
         }
         g->peer[i] = w == self ? -1 : w;
@@ -689,7 +787,7 @@ ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout
         if (left <= 0 || e->stopping) {
             char msg[400];
             size_t len = 0;
-            for (size_t p = 0; p < e->env.nworkers && len < sizeof(msg) / 2; p++)
+            for (size_t p = 0; p < c->oc.ask_nw && len < sizeof(msg) / 2; p++)
                 if (c->oc.ask_wait[p])
                     len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%s%s",
                                             len > 0 ? ", " : "", e->env.workers[p]);
@@ -1058,7 +1156,7 @@ engine_name(const engine *e)
 int64_t
 engine_world_size(const engine *e)
 {
-    return e->cfg->world_size;
+    return __atomic_load_n(&e->world_size, __ATOMIC_RELAXED);
 }
 
 const char *

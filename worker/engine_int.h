@@ -63,6 +63,7 @@ struct eng_peer {
     int lost;    /* link_peer_down ran since its last HELLO: what it had in flight has failed */
     int64_t out_up_ms; /* when out came up: a link of p's must come within ENGINE_LINK_DEAD_MS */
     int link_back;     /* p linked to us: have a link to p too, so that p hears our heartbeats */
+    int retired;       /* the coordinator no longer lists p: not dialed, its links refused */
 };
 
 /* A pair of group ranks s -> d. */
@@ -101,11 +102,18 @@ typedef struct eng_map {
 struct engine {
     pthread_mutex_t mtx; /* everything below */
     const cfg_cluster *cfg;
-    const secure *sec; /* token and TLS, owned by the caller */
-    const cfg_worker *self;
+    const secure *sec;      /* token and TLS, owned by the caller */
+    const cfg_worker *self; /* &wtab[self_idx] */
+    int self_idx;
     uint64_t incarnation;
-    eng_peer *peers; /* by worker index in cfg; peers[self] unused */
-    size_t npeers;
+    /* the workers: those of our file first, in its order, then those the coordinator listed
+     * since (engine_peer_add), up to cap; an index never changes meaning, a worker that left is
+     * retired in place (eng_peer.retired) */
+    cfg_worker *wtab;
+    eng_peer *peers; /* by worker index in wtab; peers[self_idx] unused */
+    size_t npeers, cap;
+    int64_t world_size;   /* hccl_world_group's size, as the coordinator last said (atomic) */
+    uint64_t world_epoch; /* hccl_world_group's epoch whose workers we took (watch.c) */
     op_group *groups;
     op_env env;         /* names for the state machine's messages */
     const char **names; /* env.workers */
@@ -143,6 +151,18 @@ void engine_sent(engine *e, eng_call *c, int64_t d, int rv);
 /* engine_peer_lost fails what depends on peer p (why); under e->mtx. */
 void engine_peer_lost(engine *e, eng_peer *p, const char *why);
 
+/* ENGINE_WORKERS_ADDED: how many workers the coordinator may list beyond our file's */
+#define ENGINE_WORKERS_ADDED 256
+/* engine_peer_add returns the index of the worker called name, adding it (url, data_url: where
+ * the coordinator says it is) when it is new, or when it left and comes back elsewhere; an idle
+ * worker that left and comes back at the same address is taken back. -1 with err when there is
+ * no room or no thread. Under e->mtx. */
+int engine_peer_add(engine *e, const char *name, const char *url, const char *data_url, char *err,
+                    size_t errlen);
+/* engine_workers_seen takes the workers of hccl_world_group as the coordinator resolved it
+ * (world): new ones are added, those no longer listed retired; under e->mtx. */
+void engine_workers_seen(engine *e, const wire_group *world);
+
 /* ---- watch.c: marks cached groups stale whose epoch changed at the coordinator ---- */
 #define ENGINE_WATCH_MS 250 /* how often the coordinator's groups are listed */
 /* watch_start starts the watcher thread (0, or -1); watch_stop stops and joins it. */
@@ -152,6 +172,11 @@ void watch_stop(engine *e);
 /* ---- link.c: peer links ---- */
 int link_start(engine *e, char *err, size_t errlen);
 void link_stop(engine *e);
+/* link_peer_start starts p's sender thread (0, or -1); under e->mtx. */
+int link_peer_start(engine *e, eng_peer *p);
+/* link_peer_retire: the coordinator no longer lists p; what depends on it fails (why), its
+ * links close, it is not dialed again; under e->mtx. */
+void link_peer_retire(engine *e, eng_peer *p, const char *why);
 /* link_send queues frame f with its payload (an eager SLICE: len <= FRAME_EAGER_MAX, or none)
  * to peer p; under e->mtx. 0, or -1 (out of memory, or a header over FRAME_HEADER_MAX). */
 int link_send(engine *e, eng_peer *p, const frame *f, const uint8_t *payload, size_t len);

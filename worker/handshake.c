@@ -192,7 +192,7 @@ int
 handshake_peer_index(const engine *e, const char *name)
 {
     for (size_t i = 0; i < e->npeers; i++)
-        if (strcmp(e->peers[i].w->name, name) == 0 && &e->cfg->workers[i] != e->self)
+        if (strcmp(e->peers[i].w->name, name) == 0 && (int)i != e->self_idx && !e->peers[i].retired)
             return (int)i;
     return -1;
 }

@@ -489,6 +489,12 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
         p->out = NULL;
         p->out_reset = 0;
     }
+    if (p->retired && p->out == NULL) { /* left the cluster: nothing is sent to it */
+        drop_queue(p);
+        p->link_back = 0;
+        sender_wait(e, p);
+        return;
+    }
     if (p->out == NULL && (p->ctl_head != NULL || p->sends != NULL || p->link_back)) {
         sender_dial(e, p);
         return;
@@ -815,16 +821,38 @@ link_start(engine *e, char *err, size_t errlen)
     }
     pthread_setname_np(e->acceptor, "a2a-accept");
     for (size_t i = 0; i < e->npeers; i++) {
-        if (&e->cfg->workers[i] == e->self)
+        if ((int)i == e->self_idx)
             continue;
-        if (pthread_create(&e->peers[i].sender, NULL, sender_thread, &e->peers[i]) != 0) {
+        if (link_peer_start(e, &e->peers[i]) != 0) {
             snprintf(err, errlen, "cannot start threads");
             return -1;
         }
-        pthread_setname_np(e->peers[i].sender, "a2a-send");
-        e->peers[i].started = 1;
     }
     return 0;
+}
+
+int
+link_peer_start(engine *e, eng_peer *p)
+{
+    (void)e;
+    if (pthread_create(&p->sender, NULL, sender_thread, p) != 0)
+        return -1;
+    pthread_setname_np(p->sender, "a2a-send");
+    p->started = 1;
+    return 0;
+}
+
+void
+link_peer_retire(engine *e, eng_peer *p, const char *why)
+{
+    link_peer_down(e, p, why); /* fails what depends on it, closes our link */
+    drop_queue(p);             /* the ABORTs it just queued: nobody is there to hear them */
+    p->retired = 1;
+    p->link_back = 0;
+    p->incarnation = 0;
+    if (p->in != NULL)
+        wsock_close(p->in); /* its receiver ends */
+    pthread_cond_signal(&p->cv);
 }
 
 void

@@ -317,7 +317,7 @@ op_peer_lost(op_out *o, op_group *g, int peer, const char *why)
     for (op_op *op = g->ops; op != NULL; op = op->next)
         op_fail(o, op, A2A_ERR_UNAVAILABLE, 1, "%s", why);
     for (op_call *c = g->asks; c != NULL; c = c->ask_next)
-        if (c->asking && c->ask_wait[peer]) {
+        if (c->asking && peer >= 0 && (size_t)peer < c->ask_nw && c->ask_wait[peer]) {
             char msg[sizeof(c->ask_msg)];
             snprintf(msg, sizeof(msg),
                      "cannot ask worker %s where group \"%s\" is, for the first call of group "
@@ -890,6 +890,7 @@ op_ask(op_out *o, op_group *g, op_call *c)
     c->ask_msg[0] = '\0';
     if ((c->ask_wait = calloc(nw > 0 ? nw : 1, 1)) == NULL)
         return -1;
+    c->ask_nw = nw;
     for (size_t r = 0; r < g->n; r++) {
         int p = g->peer[r];
         if (p >= 0 && (size_t)p < nw && !c->ask_wait[p]) {
@@ -1030,7 +1031,8 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
     if (f->type != FRAME_HERE || g == NULL || peer < 0 || (size_t)peer >= g->env->nworkers)
         return;
     for (op_call *c = g->asks; c != NULL; c = c->ask_next)
-        if (c->asking && c->ask_token == f->id.op && c->ask_wait[peer]) {
+        if (c->asking && c->ask_token == f->id.op && (size_t)peer < c->ask_nw &&
+            c->ask_wait[peer]) {
             c->ask_wait[peer] = 0;
             c->ask_heard |= (f->idle & 2) != 0;
             if (!(f->idle & 1) && f->count > c->ask_busy)

@@ -107,6 +107,7 @@ typedef struct op_call {
     uint64_t ask_token;
     size_t ask_left;   /* answers still awaited */
     uint8_t *ask_wait; /* by peer: 1 while its answer is awaited */
+    size_t ask_nw;     /* the peers ask_wait has room for (workers may join meanwhile) */
     int64_t ask_num;   /* the highest number heard (-1: none) */
     int ask_idle;      /* every answer of ask_num said idle (group_seq_where) */
     int64_t ask_busy;  /* the highest number an answer not idle gave: a rank is in that

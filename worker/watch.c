@@ -40,6 +40,38 @@ watch_mark(engine *e, const wire_group_list *l)
     pthread_mutex_unlock(&e->mtx);
 }
 
+/* watch_workers: when hccl_world_group has another epoch at the coordinator than the one whose
+ * workers we took (a worker added or removed by a reload of its file, or a worker restarted),
+ * resolve it and take its workers (engine_workers_seen): a host joins or leaves the cluster
+ * without the others restarting. */
+static void
+watch_workers(engine *e, const wire_group_list *l)
+{
+    size_t i;
+    wire_group wg = {0};
+    char err[512];
+    uint64_t seen;
+
+    for (i = 0; i < l->n && strcmp(l->groups[i].name, A2A_WORLD_GROUP) != 0; i++)
+        ;
+    pthread_mutex_lock(&e->mtx);
+    seen = e->world_epoch;
+    pthread_mutex_unlock(&e->mtx);
+    if (i == l->n || l->groups[i].epoch == seen)
+        return;
+    if (engine_resolve(e, A2A_WORLD_GROUP, &wg, err, sizeof(err)) != A2A_OK) {
+        log_debug("watch: cannot resolve %s for its workers (next time): %s", A2A_WORLD_GROUP, err);
+        return;
+    }
+    pthread_mutex_lock(&e->mtx);
+    if (wg.epoch > e->world_epoch) {
+        engine_workers_seen(e, &wg);
+        e->world_epoch = wg.epoch;
+    }
+    pthread_mutex_unlock(&e->mtx);
+    wire_group_fini(&wg);
+}
+
 static void *
 watch_main(void *arg)
 {
@@ -90,6 +122,7 @@ watch_main(void *arg)
         failing = 0;
         log_debug("watch: %zu groups listed", l.n);
         watch_mark(e, &l);
+        watch_workers(e, &l);
         wire_group_list_fini(&l);
     }
 }

@@ -144,3 +144,14 @@ add_test(NAME integration.auth_race
           $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-ctl>)
 set_tests_properties(integration.auth_race PROPERTIES TIMEOUT 90 LABELS integration
   FAIL_REGULAR_EXPRESSION "FAIL:")
+
+# a host added to a running cluster and the last one removed, the other workers never restarted:
+# w2 appended to the coordinator's file and SIGHUP, the running w0 and w1 learn of it from the
+# coordinator and 6 ranks exchange on hccl_world_group; a reload that would move world ranks is
+# refused; w2 removed, the world shrinks back and w0 and w1 stop speaking of it
+add_test(NAME integration.add_host
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_add_host.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:a2a-ctl>
+          $<TARGET_FILE:exchange_check>)
+set_tests_properties(integration.add_host PROPERTIES TIMEOUT 200 LABELS "integration;faults"
+  FAIL_REGULAR_EXPRESSION "FAIL:")
