@@ -56,7 +56,8 @@ typedef enum {
                           * dst: the asking group rank) */
     FRAME_HERE = 10,     /* the answer: count, the number a call joining now takes (-1: none);
                           * idle: bit 0, no rank there is in that operation and the one before
-                          * it failed; bit 1, the asking rank's frames came there before */
+                          * it failed; bit 1, the asking rank's frames came there before; bit 2,
+                          * a rank there is in that operation right now */
 } frame_type;
 #define FRAME_TYPE_MAX FRAME_HERE
 

@@ -247,6 +247,17 @@ group_seq_where(const group_seq *gs, int *idle)
     return w;
 }
 
+int
+group_seq_in(const group_seq *gs, int64_t num)
+{
+    if (num < 0 || group_seq_failed(gs, (uint64_t)num) != NULL)
+        return 0;
+    for (size_t i = 0; i < gs->nlocal; i++)
+        if (gs->known[i] && gs->busy[i] && gs->next[i] == (uint64_t)num + 1)
+            return 1;
+    return 0;
+}
+
 void
 group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st)
 {

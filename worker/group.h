@@ -139,6 +139,9 @@ uint64_t group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_f
  * before without the newcomer and wait for it outside a2a (lockstep), which only time tells.
  */
 int64_t group_seq_where(const group_seq *gs, int *idle);
+/* group_seq_in: a local rank is in operation num right now (its call has that number and is
+ * not done with it), and num has not failed here. */
+int group_seq_in(const group_seq *gs, int64_t num);
 
 /* group_seq_end records how local rank lidx's call of operation num ended. */
 void group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st);

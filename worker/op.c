@@ -949,8 +949,8 @@ op_ask_number(const op_group *g, const op_call *c, int *wait)
     if (here > n)
         n = here;
     *wait = *wait && n > 0;
-    /* a rank is still in n - 1 (or surely calls it next), which failed where n came from */
-    if (*wait && (c->ask_busy == n - 1 || (!idle && here == n - 1))) {
+    /* a rank is still in n - 1, which failed where n came from */
+    if (*wait && (c->ask_busy == n - 1 || group_seq_in(&g->seq, n - 1))) {
         *wait = 0;
         return (uint64_t)(n - 1);
     }
@@ -1025,6 +1025,8 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
                                  g->heard[f->dst]
                              ? 2
                              : 0);
+        if (g != NULL && group_seq_in(&g->seq, r.count)) /* a rank is in it now */
+            r.idle |= 4;
         (void)send_frame(o, peer, NULL, &r);
         return;
     }
@@ -1035,7 +1037,7 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
             c->ask_wait[peer]) {
             c->ask_wait[peer] = 0;
             c->ask_heard |= (f->idle & 2) != 0;
-            if (!(f->idle & 1) && f->count > c->ask_busy)
+            if ((f->idle & 4) && f->count > c->ask_busy)
                 c->ask_busy = f->count;
             if (f->count > c->ask_num) {
                 c->ask_num = f->count;

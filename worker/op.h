@@ -110,8 +110,8 @@ typedef struct op_call {
     size_t ask_nw;     /* the peers ask_wait has room for (workers may join meanwhile) */
     int64_t ask_num;   /* the highest number heard (-1: none) */
     int ask_idle;      /* every answer of ask_num said idle (group_seq_where) */
-    int64_t ask_busy;  /* the highest number an answer not idle gave: a rank is in that
-                        * operation, or surely calls it next (-1: none) */
+    int64_t ask_busy;  /* the highest number of an answer whose worker has a rank in that
+                        * operation right now (HERE bit 2; -1: none) */
     int ask_heard;     /* a member worker had frames of this rank before: a replacement */
     a2a_status ask_st; /* not A2A_OK: the ask failed, ask_msg says why */
     int ask_lost;      /* the ask failed because a member worker was lost (op_peer_lost) */
@@ -285,10 +285,10 @@ void op_ask_fail(op_out *o, op_call *c, a2a_status st, const char *msg);
  * operation before and are not in this one): c then takes it only if a peer's frame for it comes
  * (op_get(g, number, 0) exists) within ENGINE_ASK_PATIENCE_MS, the others calling it; else it is
  * late to the one before (number - 1), which the others failed without it while they wait for it
- * outside a2a. But when another worker answered number - 1 not idle (a rank of it is still in
- * that operation, or surely calls it next), c takes number - 1 at once, *wait 0: a call of the
- * rank arriving now is that operation's, which cannot complete anyway (it failed where number
- * came from), and in lockstep the others wait in it for this rank's call of the same round
+ * outside a2a. But when another worker answered number - 1 with a rank of it still in that
+ * operation (HERE bit 2; or a rank of this worker is), c takes number - 1 at once, *wait 0: a call
+ * of the rank arriving now is that operation's, which cannot complete anyway (it failed where
+ * number came from), and in lockstep the others wait in it for this rank's call of the same round
  * (campaign seed 22051: a new job took the next number, while the others were still in the
  * operation its own worker had failed at an epoch change, and stayed one ahead for good).
  */

@@ -457,11 +457,12 @@ test_ready_expired(void)
 /* a new job of group rank 0 (w0, with rank 1; rank 2 on w1) asks where the group is after its
  * earlier job ended between operations 0 and 1, and rank 1 failed operation 1 here (an epoch
  * change, a deadline). This worker's own answer is 2, idle (rank 1's last operation failed).
- * When w1 answers 1, not idle (rank 2 is still in operation 1, or surely calls it next), the
- * call takes 1 at once, the latecomer of that failed operation: in lockstep rank 2 waits in it
- * for rank 0's call of the same round (campaign seed 22051: taking 2 left rank 0 one operation
- * ahead for good). When w1 answers 2 idle, or nothing (-1), the call is patient for 2 as
- * before, and so it is when w1 answers 0 not idle. */
+ * When w1 answers 1 with rank 2 in operation 1 right now (HERE bit 2), the call takes 1 at
+ * once, the latecomer of that failed operation: in lockstep rank 2 waits in it for rank 0's
+ * call of the same round (campaign seed 22051: taking 2 left rank 0 one operation ahead for
+ * good). When w1 answers 1 only because rank 2's next call is 1 (its job may be a new one as
+ * well: integration.messages, where two new jobs must meet at 2), or 2 idle, or nothing (-1),
+ * or 0 with a rank in it, the call is patient for 2 as before. */
 static void
 test_ask_busy_below(void)
 {
@@ -471,7 +472,8 @@ test_ask_busy_below(void)
         uint64_t num;
         int wait;
         uint64_t take; /* once patience ran out without a frame of num */
-    } cases[] = {{1, 0, 1, 0, 1}, {2, 1, 2, 1, 2}, {-1, 0, 2, 1, 2}, {0, 0, 2, 1, 2}};
+    } cases[] = {
+        {1, 4, 1, 0, 1}, {1, 0, 2, 1, 2}, {2, 1, 2, 1, 2}, {-1, 0, 2, 1, 2}, {0, 4, 2, 1, 2}};
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const char *names[] = {"w0", "w1"};
         op_env env = {.self = "w0", .workers = names, .nworkers = 2};
@@ -529,6 +531,36 @@ test_ask_busy_below(void)
         (void)group_sweep(g);
         CU_ASSERT_PTR_NULL(g->ops);
         group_free(g);
+    }
+}
+
+/* a WHERE is answered with HERE bit 2 while a local rank is in the operation of the answer,
+ * not once it left it (its next call is the answer then), nor when that operation failed */
+static void
+test_where_in(void)
+{
+    for (int c = 0; c < 3; c++) {
+        one t;
+        one_init(&t, 1, 1, 1, 1);
+        for (uint64_t k = 0; k < 3; k++) {
+            CU_ASSERT_EQUAL(group_seq_begin(&t.g->seq, 0, (int64_t)k, 0), k);
+            if (k < 2 || c == 1)
+                group_seq_end(&t.g->seq, 0, k, A2A_OK);
+        }
+        if (c == 2)
+            op_fail_num(&t.o, t.g, 2, A2A_ERR_DEADLINE_EXCEEDED, 0, "late");
+        frame where = {.type = FRAME_WHERE, .dst = 1};
+        snprintf(where.id.group, sizeof(where.id.group), "g");
+        where.id.epoch = 7;
+        where.id.op = 1;
+        op_where(&t.o, t.g, 1, &where);
+        const op_act *a = one_find(&t, OPA_SEND, FRAME_HERE);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_EQUAL(a->f.count, c == 0 ? 2 : 3);
+        CU_ASSERT_EQUAL((a->f.idle & 4) != 0, c == 0);
+        if (c != 1)
+            group_seq_end(&t.g->seq, 0, 2, A2A_OK);
+        one_fini(&t);
     }
 }
 
@@ -1064,6 +1096,7 @@ static const cu_test tests[] = {
     {"older_epoch", test_older_epoch},
     {"latecomer", test_latecomer},
     {"ask_busy_below", test_ask_busy_below},
+    {"where_in", test_where_in},
     {"ready_expired", test_ready_expired},
     {"zero", test_zero},
     {"discover", test_discover},
