@@ -268,7 +268,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
     case FRAME_HERE:
         if (opid_decode(&f->id, &a[1], err, errlen) ||
             wire_i64(&f->count, &a[4], "count", err, errlen) ||
-            small_field(&f->idle, &a[5], 7, "idle", err, errlen))
+            small_field(&f->idle, &a[5], 15, "idle", err, errlen))
             return -1;
         return f->count < -1 ? msg_fail(err, errlen, "HERE with number %lld", (long long)f->count)
                              : 0;

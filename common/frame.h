@@ -57,7 +57,8 @@ typedef enum {
     FRAME_HERE = 10,     /* the answer: count, the number a call joining now takes (-1: none);
                           * idle: bit 0, no rank there is in that operation and the one before
                           * it failed; bit 1, the asking rank's frames came there before; bit 2,
-                          * a rank there is in that operation right now */
+                          * a rank there is in that operation right now; bit 3, the asking
+                          * rank joined the group there (not in the epoch before) */
 } frame_type;
 #define FRAME_TYPE_MAX FRAME_HERE
 

@@ -180,6 +180,7 @@ group_free(op_group *g)
     free(g->peer);
     free(g->lidx);
     free(g->heard);
+    free(g->joined);
     free(g);
 }
 
@@ -885,6 +886,7 @@ op_ask(op_out *o, op_group *g, op_call *c)
     c->ask_idle = 1;
     c->ask_busy = -1;
     c->ask_heard = 0;
+    c->ask_joined = 0;
     c->ask_st = A2A_OK;
     c->ask_lost = 0;
     c->ask_msg[0] = '\0';
@@ -936,7 +938,12 @@ op_ask_number(const op_group *g, const op_call *c, int *wait)
     int idle = 0;
     int64_t here = group_seq_where(&g->seq, &idle), n = c->ask_num;
     int known = c->lidx >= 0 && (size_t)c->lidx < g->nlocal && g->seq.known[c->lidx];
-    if (!c->ask_heard && !known) { /* the rank's first job: its k-th call is operation k */
+    /* the rank's first job: its k-th call is operation k; unless a member worker saw the rank
+     * join the group (HERE bit 3: its world rank was not in the epoch before): the others'
+     * numbers went on without it, and no operation of the new members can complete without it,
+     * so it joins them (a host added: before, its first call failed on every rank). A first
+     * call that is only late must not: it would hold the others' next call's data. */
+    if (!c->ask_heard && !known && !c->ask_joined) {
         *wait = 0;
         return c->earlier;
     }
@@ -1027,6 +1034,9 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
                              : 0);
         if (g != NULL && group_seq_in(&g->seq, r.count)) /* a rank is in it now */
             r.idle |= 4;
+        if (g != NULL && g->joined != NULL && f->dst >= 0 && (size_t)f->dst < g->n &&
+            g->joined[f->dst]) /* it is new to the group: its first call joins the others */
+            r.idle |= 8;
         (void)send_frame(o, peer, NULL, &r);
         return;
     }
@@ -1037,6 +1047,7 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
             c->ask_wait[peer]) {
             c->ask_wait[peer] = 0;
             c->ask_heard |= (f->idle & 2) != 0;
+            c->ask_joined |= (f->idle & 8) != 0;
             if ((f->idle & 4) && f->count > c->ask_busy)
                 c->ask_busy = f->count;
             if (f->count > c->ask_num) {
@@ -1055,15 +1066,28 @@ op_where(op_out *o, op_group *g, int peer, const frame *f)
 int
 op_group_carry(op_group *g, const op_group *old)
 {
-    if (old->heard == NULL)
-        return 0;
-    if (g->heard == NULL && (g->heard = calloc(g->n > 0 ? g->n : 1, 1)) == NULL)
-        return -1;
-    for (size_t i = 0; i < g->n; i++)
-        for (size_t j = 0; j < old->n; j++)
-            if (g->world[i] == old->world[j] && old->heard[j])
+    int rv = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        int was = 0, joined = 0, heard = 0;
+        for (size_t j = 0; j < old->n && !was; j++)
+            if (g->world[i] == old->world[j]) {
+                was = 1;
+                heard = old->heard != NULL && old->heard[j];
+                joined = old->joined != NULL && old->joined[j];
+            }
+        if (heard) {
+            if (g->heard == NULL && (g->heard = calloc(g->n > 0 ? g->n : 1, 1)) == NULL)
+                rv = -1;
+            else
                 g->heard[i] = 1;
-    return 0;
+        } else if (!was || joined) {
+            if (g->joined == NULL && (g->joined = calloc(g->n > 0 ? g->n : 1, 1)) == NULL)
+                rv = -1;
+            else
+                g->joined[i] = 1;
+        }
+    }
+    return rv;
 }
 
 /* heard notes that a frame of group rank r came from its worker peer. */
@@ -1075,6 +1099,8 @@ heard(op_group *g, int peer, int64_t r)
     if (g->heard == NULL && (g->heard = calloc(g->n, 1)) == NULL)
         return;
     g->heard[r] = 1;
+    if (g->joined != NULL)
+        g->joined[r] = 0;
 }
 
 /* ---- frames ---- */

@@ -113,6 +113,7 @@ typedef struct op_call {
     int64_t ask_busy;  /* the highest number of an answer whose worker has a rank in that
                         * operation right now (HERE bit 2; -1: none) */
     int ask_heard;     /* a member worker had frames of this rank before: a replacement */
+    int ask_joined;    /* a member worker saw this rank join the group (op_group.joined) */
     a2a_status ask_st; /* not A2A_OK: the ask failed, ask_msg says why */
     int ask_lost;      /* the ask failed because a member worker was lost (op_peer_lost) */
     char ask_msg[512];
@@ -169,6 +170,9 @@ struct op_group {
     int retired;      /* replaced by a newer epoch: freed when its last operation and ask go */
     op_call *asks;    /* calls asking where the group is (op_ask) */
     uint8_t *heard;   /* by group rank: a frame of that rank came here (NULL: none yet) */
+    uint8_t *joined;  /* by group rank: its world rank was not a member of the epoch installed
+                       * before, here (a host added, the group created again with it), nor
+                       * heard since (NULL: none) */
     uint64_t ask_seq; /* the last ask's token */
 };
 
@@ -304,7 +308,8 @@ int op_ask_end(op_group *g, op_call *c);
  * group of that name here, or NULL when this worker has not resolved it (the answer is -1). */
 void op_where(op_out *o, op_group *g, int peer, const frame *f);
 /* op_group_carry takes over from old (the same group's previous epoch) which ranks' frames
- * came here, by world rank; 0, or -1 out of memory. */
+ * came here, by world rank, and notes which ranks joined (not in old, or joined in old and not
+ * heard); 0, or -1 out of memory. */
 int op_group_carry(op_group *g, const op_group *old);
 
 /* op_orphan returns the first operation of g, not failed yet, in which a call of group rank r

@@ -577,11 +577,11 @@ test_where_here(void)
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         in.type = FRAME_HERE;
         in.count = nums[i];
-        in.idle = (int32_t)(i * 2 + 1) % 8; /* bits 0..2 */
+        in.idle = (int32_t)(i * 5 + 3) % 16; /* bits 0..3 */
         round_trip(&in, 0, &out);
         CU_ASSERT_EQUAL(out.type, FRAME_HERE);
         CU_ASSERT_EQUAL(out.count, nums[i]);
-        CU_ASSERT_EQUAL(out.idle, (int32_t)(i * 2 + 1) % 8);
+        CU_ASSERT_EQUAL(out.idle, (int32_t)(i * 5 + 3) % 16);
         CU_ASSERT_EQUAL(out.id.op, 99);
         frame_fini(&out);
     }
@@ -602,8 +602,8 @@ test_where_here(void)
     msgpack_pack_uint64(&b.pk, 3);
     msgpack_pack_uint64(&b.pk, 99);
     msgpack_pack_int64(&b.pk, 4);
-    msgpack_pack_int(&b.pk, 8);
-    expect_fail(b.sb.data, b.sb.size, 0, "idle", "HERE with idle bit 3");
+    msgpack_pack_int(&b.pk, 16);
+    expect_fail(b.sb.data, b.sb.size, 0, "idle", "HERE with idle bit 4");
     mb_fini(&b);
     /* no payload on either */
     mb_init(&b);

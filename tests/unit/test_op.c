@@ -564,6 +564,67 @@ test_where_in(void)
     }
 }
 
+/* group rank 1 (world rank 1) joins g: the epoch installed before had world rank 0 only. A
+ * WHERE for it is answered with HERE bit 3 (not for rank 0), until a frame of it comes; a
+ * later epoch carries the mark while it was not heard. On the asking side, a first job that
+ * nobody heard of and a member worker saw join takes the others' number (patient when their
+ * last operation failed); without the mark it is operation 0, the rank's first. */
+static void
+test_joined(void)
+{
+    one t;
+    op_group old = {0};
+    int64_t old_world[] = {0};
+    one_init(&t, 1, 1, 1, 1);
+    old.n = 1;
+    old.world = old_world;
+    CU_ASSERT_EQUAL(op_group_carry(t.g, &old), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t.g->joined);
+    CU_ASSERT_EQUAL(t.g->joined[0], 0);
+    CU_ASSERT_EQUAL(t.g->joined[1], 1);
+    for (int dst = 0; dst < 2; dst++) {
+        frame where = {.type = FRAME_WHERE, .dst = dst};
+        snprintf(where.id.group, sizeof(where.id.group), "g");
+        where.id.epoch = 7;
+        where.id.op = 1;
+        op_where(&t.o, t.g, 1, &where);
+        const op_act *a = one_find(&t, OPA_SEND, FRAME_HERE);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_EQUAL((a->f.idle & 8) != 0, dst == 1);
+        op_out_fini(&t.o);
+        op_out_init(&t.o);
+    }
+    /* the next epoch (a worker restarted) keeps the mark; once heard, a replacement's rules */
+    op_group next = *t.g;
+    next.heard = NULL;
+    next.joined = NULL;
+    CU_ASSERT_EQUAL(op_group_carry(&next, t.g), 0);
+    CU_ASSERT(next.joined != NULL && next.joined[1] == 1 && next.joined[0] == 0);
+    free(next.joined);
+    free(next.heard);
+    one_fini(&t);
+
+    static const struct {
+        int idle;
+        uint64_t num;
+        int wait;
+    } cases[] = {{8, 5, 0}, {8 | 1, 5, 1}, {0, 0, 0}, {1, 0, 0}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        int wait = -1;
+        one_init(&t, 1, 1, 1, 1);
+        CU_ASSERT_EQUAL_FATAL(op_ask(&t.o, t.g, &t.c), 1);
+        frame here = {.type = FRAME_HERE, .count = 5, .idle = cases[k].idle};
+        snprintf(here.id.group, sizeof(here.id.group), "g");
+        here.id.epoch = 7;
+        here.id.op = t.c.ask_token;
+        op_where(&t.o, t.g, 1, &here);
+        CU_ASSERT_EQUAL(op_ask_number(t.g, &t.c, &wait), cases[k].num);
+        CU_ASSERT_EQUAL(wait, cases[k].wait);
+        (void)op_ask_end(t.g, &t.c);
+        one_fini(&t);
+    }
+}
+
 /* zero counts everywhere: done without a byte moving */
 static void
 test_zero(void)
@@ -1097,6 +1158,7 @@ static const cu_test tests[] = {
     {"latecomer", test_latecomer},
     {"ask_busy_below", test_ask_busy_below},
     {"where_in", test_where_in},
+    {"joined", test_joined},
     {"ready_expired", test_ready_expired},
     {"zero", test_zero},
     {"discover", test_discover},
