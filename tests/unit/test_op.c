@@ -454,6 +454,18 @@ test_ready_expired(void)
     }
 }
 
+/* ask_frame: a WHERE (count: unused) or HERE of group "g", epoch 7, with token op */
+static frame
+ask_frame(frame_type type, int64_t dst_or_count, int idle, uint64_t op)
+{
+    frame f = {.type = type, .idle = idle, .id = {.group = "g", .epoch = 7, .op = op}};
+    if (type == FRAME_WHERE)
+        f.dst = dst_or_count;
+    else
+        f.count = dst_or_count;
+    return f;
+}
+
 /* a new job of group rank 0 (w0, with rank 1; rank 2 on w1) asks where the group is after its
  * earlier job ended between operations 0 and 1, and rank 1 failed operation 1 here (an epoch
  * change, a deadline). This worker's own answer is 2, idle (rank 1's last operation failed).
@@ -514,10 +526,7 @@ test_ask_busy_below(void)
         c.grank = 0;
         c.lidx = 0;
         CU_ASSERT_EQUAL_FATAL(op_ask(&o, g, &c), 1);
-        frame here = {.type = FRAME_HERE, .count = cases[k].count, .idle = cases[k].idle | 2};
-        snprintf(here.id.group, sizeof(here.id.group), "g");
-        here.id.epoch = 7;
-        here.id.op = c.ask_token;
+        frame here = ask_frame(FRAME_HERE, cases[k].count, cases[k].idle | 2, c.ask_token);
         op_where(&o, g, 1, &here);
         CU_ASSERT_EQUAL(c.asking, 0); /* the only answer awaited came */
         uint64_t n = op_ask_number(g, &c, &wait);
@@ -549,10 +558,7 @@ test_where_in(void)
         }
         if (c == 2)
             op_fail_num(&t.o, t.g, 2, A2A_ERR_DEADLINE_EXCEEDED, 0, "late");
-        frame where = {.type = FRAME_WHERE, .dst = 1};
-        snprintf(where.id.group, sizeof(where.id.group), "g");
-        where.id.epoch = 7;
-        where.id.op = 1;
+        frame where = ask_frame(FRAME_WHERE, 1, 0, 1);
         op_where(&t.o, t.g, 1, &where);
         const op_act *a = one_find(&t, OPA_SEND, FRAME_HERE);
         CU_ASSERT_PTR_NOT_NULL_FATAL(a);
@@ -583,10 +589,7 @@ test_joined(void)
     CU_ASSERT_EQUAL(t.g->joined[0], 0);
     CU_ASSERT_EQUAL(t.g->joined[1], 1);
     for (int dst = 0; dst < 2; dst++) {
-        frame where = {.type = FRAME_WHERE, .dst = dst};
-        snprintf(where.id.group, sizeof(where.id.group), "g");
-        where.id.epoch = 7;
-        where.id.op = 1;
+        frame where = ask_frame(FRAME_WHERE, dst, 0, 1);
         op_where(&t.o, t.g, 1, &where);
         const op_act *a = one_find(&t, OPA_SEND, FRAME_HERE);
         CU_ASSERT_PTR_NOT_NULL_FATAL(a);
@@ -613,10 +616,7 @@ test_joined(void)
         int wait = -1;
         one_init(&t, 1, 1, 1, 1);
         CU_ASSERT_EQUAL_FATAL(op_ask(&t.o, t.g, &t.c), 1);
-        frame here = {.type = FRAME_HERE, .count = 5, .idle = cases[k].idle};
-        snprintf(here.id.group, sizeof(here.id.group), "g");
-        here.id.epoch = 7;
-        here.id.op = t.c.ask_token;
+        frame here = ask_frame(FRAME_HERE, 5, cases[k].idle, t.c.ask_token);
         op_where(&t.o, t.g, 1, &here);
         CU_ASSERT_EQUAL(op_ask_number(t.g, &t.c, &wait), cases[k].num);
         CU_ASSERT_EQUAL(wait, cases[k].wait);
