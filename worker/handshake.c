@@ -252,7 +252,10 @@ handshake_accept(engine *e, wsock *s, int64_t deadline, frame *hello, char *why,
         return 0;
     if (check_hello(e, hello, ch.nonce, why, whylen) != 0)
         return -1;
-    if (handshake_peer_index(e, hello->worker) < 0)
+    pthread_mutex_lock(&e->mtx); /* the watcher may add or retire workers meanwhile */
+    int known = handshake_peer_index(e, hello->worker) >= 0;
+    pthread_mutex_unlock(&e->mtx);
+    if (!known)
         return 0; /* no WELCOME: the caller refuses the unknown name */
     link_proof(e, FRAME_LINK_LISTENER_LABEL, hello->nonce, e->self->name, 0, w.mac);
     if ((rv = hs_write(s, &w, deadline)) != 0) {

@@ -57,7 +57,8 @@ void handshake_set_key(engine *e, const auth_key *key);
  * (established ones keep theirs); 0, or -1 when NNG refused one. */
 int handshake_set_tls(engine *e);
 
-/* handshake_peer_index: the peer index of the worker called name (not us), or -1. */
+/* handshake_peer_index: the peer index of the worker called name (not us, not retired), or
+ * -1; under e->mtx (the watcher adds and retires workers). */
 int handshake_peer_index(const engine *e, const char *name);
 
 /* handshake_caps: how many incoming links may be in their handshake, in all and per source. */
