@@ -187,9 +187,8 @@ replay_early(engine *e, op_group *g)
 
 /* ---- groups ---- */
 
-/* worker_index: the index of the worker called name that is not retired, or -1; under e->mtx */
-static int
-worker_index(const engine *e, const char *name)
+int
+engine_worker_index(const engine *e, const char *name)
 {
     for (size_t i = 0; i < e->npeers; i++)
         if (strcmp(e->wtab[i].name, name) == 0 && (!e->peers[i].retired || (int)i == e->self_idx))
@@ -201,7 +200,7 @@ int
 engine_peer_add(engine *e, const char *name, const char *url, const char *data_url, char *err,
                 size_t errlen)
 {
-    int w = worker_index(e, name);
+    int w = engine_worker_index(e, name);
     eng_peer *p;
 
     if (w >= 0)

@@ -151,6 +151,9 @@ void engine_sent(engine *e, eng_call *c, int64_t d, int rv);
 /* engine_peer_lost fails what depends on peer p (why); under e->mtx. */
 void engine_peer_lost(engine *e, eng_peer *p, const char *why);
 
+/* engine_worker_index: the index of the worker called name (us included) that is not retired,
+ * or -1; under e->mtx. */
+int engine_worker_index(const engine *e, const char *name);
 /* ENGINE_WORKERS_ADDED: how many workers the coordinator may list beyond our file's */
 #define ENGINE_WORKERS_ADDED 256
 /* engine_peer_add returns the index of the worker called name, adding it (url, data_url: where

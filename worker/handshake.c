@@ -191,10 +191,8 @@ handshake_dial(engine *e, eng_peer *p, wsock *s)
 int
 handshake_peer_index(const engine *e, const char *name)
 {
-    for (size_t i = 0; i < e->npeers; i++)
-        if (strcmp(e->peers[i].w->name, name) == 0 && (int)i != e->self_idx && !e->peers[i].retired)
-            return (int)i;
-    return -1;
+    int w = engine_worker_index(e, name);
+    return w == e->self_idx ? -1 : w;
 }
 
 void

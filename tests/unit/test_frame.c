@@ -585,26 +585,24 @@ test_where_here(void)
         CU_ASSERT_EQUAL(out.id.op, 99);
         frame_fini(&out);
     }
-    mb_init(&b);
-    msgpack_pack_array(&b.pk, 6);
-    msgpack_pack_int(&b.pk, FRAME_HERE);
-    mb_str(&b, "grp");
-    msgpack_pack_uint64(&b.pk, 3);
-    msgpack_pack_uint64(&b.pk, 99);
-    msgpack_pack_int64(&b.pk, -2);
-    msgpack_pack_int(&b.pk, 0);
-    expect_fail(b.sb.data, b.sb.size, 0, "HERE with number -2", "HERE below -1");
-    mb_fini(&b);
-    mb_init(&b);
-    msgpack_pack_array(&b.pk, 6);
-    msgpack_pack_int(&b.pk, FRAME_HERE);
-    mb_str(&b, "grp");
-    msgpack_pack_uint64(&b.pk, 3);
-    msgpack_pack_uint64(&b.pk, 99);
-    msgpack_pack_int64(&b.pk, 4);
-    msgpack_pack_int(&b.pk, 16);
-    expect_fail(b.sb.data, b.sb.size, 0, "idle", "HERE with idle bit 4");
-    mb_fini(&b);
+    static const struct {
+        int64_t count;
+        int idle;
+        const char *needle, *what;
+    } bad[] = {{-2, 0, "HERE with number -2", "HERE below -1"},
+               {4, 16, "idle", "HERE with idle bit 4"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        mb_init(&b);
+        msgpack_pack_array(&b.pk, 6);
+        msgpack_pack_int(&b.pk, FRAME_HERE);
+        mb_str(&b, "grp");
+        msgpack_pack_uint64(&b.pk, 3);
+        msgpack_pack_uint64(&b.pk, 99);
+        msgpack_pack_int64(&b.pk, bad[i].count);
+        msgpack_pack_int(&b.pk, bad[i].idle);
+        expect_fail(b.sb.data, b.sb.size, 0, bad[i].needle, bad[i].what);
+        mb_fini(&b);
+    }
     /* no payload on either */
     mb_init(&b);
     msgpack_pack_array(&b.pk, 5);
