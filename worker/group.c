@@ -196,7 +196,11 @@ group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed)
          * that job's calls; as the rank's first call here, it is the group's first operation
          * for this rank and may well be late */
         num = gs->next[lidx];
-        if (gs->known[lidx]) {
+        /* the earlier job went away in operation next - 1 here (orphans_fail): no failure at
+         * or past next is one of its calls, and a lockstep replacement joins the round the
+         * others are in, which may be one that failed already (a member lost): its latecomer,
+         * not the operation after it, or the rank runs one ahead of the others for good */
+        if (gs->known[lidx] && !gs->orphaned[lidx]) {
             if (gs->top_failed > num)
                 num = gs->top_failed;
             while (group_seq_failed(gs, num) != NULL) /* at most GROUP_HISTORY steps */

@@ -122,7 +122,9 @@ int group_seq_resync(group_seq *gs, uint64_t r, uint64_t max_op);
  * first call on the group (-1) the rank's next number here. A new job on a rank that an
  * earlier job used is not the latecomer of that job's calls: it skips past every failure
  * recorded or heard of (not to where a peer's rank is: that rank may have gone on past its
- * call of the same round, free-running). A resync (group_seq_resync)
+ * call of the same round, free-running), unless that job went away in a call here (orphaned:
+ * then no failure past its number was one of its calls, and the new job takes the rank's next
+ * number, failed or not). A resync (group_seq_resync)
  * due for this call raises it. The rank's next number becomes the result + 1.
  */
 uint64_t group_seq_begin(group_seq *gs, size_t lidx, int64_t job_next, int job_failed);

@@ -98,6 +98,39 @@ test_new_job(void)
     group_seq_fini(&gs);
 }
 
+/* the second 500-fault run (seed 500): the earlier job went away in operation 4371 here; the
+ * others' round after it, 4372, failed at once (a member worker lost) before the replacement's
+ * first call was numbered here (its ask failed). The replacement is 4372's latecomer, not in
+ * 4373, which would put it one ahead of the others for good */
+static void
+test_new_job_orphaned(void)
+{
+    group_seq gs;
+    fresh(&gs);
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, 4371, 0), 4371);
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 1, 4371, 0), 4371);
+    gs.orphaned[0] = 1; /* orphans_fail: rank 0's job went away in 4371 */
+    group_seq_fail(&gs, 4371, A2A_ERR_UNAVAILABLE, "the job of group rank 0 ended");
+    group_seq_end(&gs, 0, 4371, A2A_ERR_UNAVAILABLE);
+    group_seq_end(&gs, 1, 4371, A2A_ERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 1, 4372, 1), 4372); /* rank 1's retry */
+    group_seq_fail(&gs, 4372, A2A_ERR_UNAVAILABLE, "worker w2 was lost");
+    group_seq_end(&gs, 1, 4372, A2A_ERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(gs.top_failed, 4373);
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, -1, 0), 4372); /* the replacement: a latecomer */
+    CU_ASSERT_EQUAL(gs.orphaned[0], 0);
+    group_seq_end(&gs, 0, 4372, A2A_ERR_UNAVAILABLE);
+    /* the round after: both in 4373 */
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, 4373, 1), 4373);
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 1, 4373, 1), 4373);
+    /* a job that went away idle (its last call returned) still skips: test_new_job */
+    group_seq_end(&gs, 0, 4373, A2A_OK);
+    group_seq_end(&gs, 1, 4373, A2A_OK);
+    group_seq_fail(&gs, 4374, A2A_ERR_DEADLINE_EXCEEDED, "waiting for the dead job");
+    CU_ASSERT_EQUAL(group_seq_begin(&gs, 0, -1, 0), 4375);
+    group_seq_fini(&gs);
+}
+
 static void
 test_classify(void)
 {
@@ -469,6 +502,7 @@ main(int argc, char **argv)
         {"latecomer of a failed operation", test_latecomer},
         {"resynchronise after a failure", test_resync},
         {"a new job on a used rank", test_new_job},
+        {"a replacement of a job gone in a call", test_new_job_orphaned},
         {"classify a frame's number", test_classify},
         {"carry to a new epoch", test_carry},
         {"history ring", test_history_ring},
