@@ -42,7 +42,11 @@
  *                     a restarted rank joins the current round. SECONDS counts
  *                     from the mtime of DIR/start if it exists (one end time
  *                     for ranks started later), else from now; DIR/stop ends
- *                     every rank at its next barrier.
+ *                     the loop. The end is decided per round, not per rank:
+ *                     a rank that sees the end writes "R halt" instead of
+ *                     "R", and round R runs on every member or on none (no
+ *                     call is left alone in a round its peers skipped; a
+ *                     rank restarted just as the end comes is the exception).
  *   sentinel FROM COUNT WATCH_MS [shared]
  *                     one call receiving COUNT uint64 from group rank FROM
  *                     (sending nothing) that must fail (a fake peer trickles
@@ -334,25 +338,34 @@ serve_mode(a2a_job *job, bufs *b)
     return worst;
 }
 
-/* read_round: the round in file path, or -1. */
+/* read_round: the round in file path, or -1; *halt: the file says the rank
+ * stops at that round. */
 static int64_t
-read_round(const char *path)
+read_round(const char *path, int *halt)
 {
-    char buf[32] = {0};
+    char buf[32] = {0}, *end;
     int fd = open(path, O_RDONLY);
     ssize_t r;
+    int64_t v;
+    *halt = 0;
     if (fd < 0)
         return -1;
     r = read(fd, buf, sizeof(buf) - 1);
     close(fd);
-    return r > 0 ? strtoll(buf, NULL, 10) : -1;
+    if (r <= 0)
+        return -1;
+    v = strtoll(buf, &end, 10);
+    *halt = strncmp(end, " halt", 5) == 0;
+    return v;
 }
 
+/* write_round: "R" (this rank has finished round R-1 and waits at barrier R)
+ * or "R halt" (it stops there). Written once per round, before the barrier. */
 static void
-write_round(const char *dir, int64_t round)
+write_round(const char *dir, int64_t round, int halt)
 {
-    char tmp[4200], path[4200], buf[32];
-    int fd, len = snprintf(buf, sizeof(buf), "%lld\n", (long long)round);
+    char tmp[4200], path[4200], buf[40];
+    int fd, len = snprintf(buf, sizeof(buf), "%lld%s\n", (long long)round, halt ? " halt" : "");
     snprintf(tmp, sizeof(tmp), "%s/.rank.%lld.%d", dir, (long long)world_me, (int)getpid());
     snprintf(path, sizeof(path), "%s/rank.%lld", dir, (long long)world_me);
     if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
@@ -365,19 +378,24 @@ write_round(const char *dir, int64_t round)
     rename(tmp, path); /* readers see the old round or the new one, never half */
 }
 
-/* lowest/highest round over the members' files (missing: -1). */
+/* lowest/highest round over the members' files (missing: -1); *halt: some
+ * member's file says it stops at round `at`. */
 static void
-rounds(const char *dir, int64_t *lo, int64_t *hi)
+rounds(const char *dir, int64_t at, int64_t *lo, int64_t *hi, int *halt)
 {
     char path[4200];
     *lo = INT64_MAX;
     *hi = -1;
+    *halt = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t r;
+        int h;
         snprintf(path, sizeof(path), "%s/rank.%lld", dir, (long long)members[i]);
-        r = read_round(path);
+        r = read_round(path, &h);
         *lo = r < *lo ? r : *lo;
         *hi = r > *hi ? r : *hi;
+        if (h && r == at)
+            *halt = 1;
     }
 }
 
@@ -395,19 +413,34 @@ lockstep_mode(a2a_job *job, bufs *b, const char *dir, int64_t seconds)
     char path[4200];
     struct stat sb;
     int64_t end, lo, hi, round, nrounds = 0, ok = 0, wrong = 0, err = 0, first;
+    int halt;
 
     snprintf(path, sizeof(path), "%s/start", dir);
     end = (stat(path, &sb) == 0 ? (int64_t)sb.st_mtime * 1000 : unix_ms()) + seconds * 1000;
-    rounds(dir, &lo, &hi);
+    rounds(dir, -1, &lo, &hi, &halt);
     round = hi < 0 ? 0 : hi;
     first = round;
     say("lockstep joins at round %lld (members' rounds %lld..%lld)", (long long)round,
         (long long)lo, (long long)hi);
-    write_round(dir, round);
-    while (unix_ms() < end && !exists(dir, "stop")) {
+    /* Whether a round runs is decided once, by the files: a rank checks the
+     * end (DIR/stop, the time) when it writes its round, before the barrier,
+     * and a round runs only if no member's file says "halt" at it. A file at
+     * round R does not change until its rank has run R, so every member that
+     * passes barrier R sees the same flags: all ranks run R or none does. */
+    write_round(dir, round, unix_ms() >= end || exists(dir, "stop"));
+    for (;;) {
         int r;
-        rounds(dir, &lo, &hi);
+        rounds(dir, round, &lo, &hi, &halt);
+        if (halt)
+            break;
         if (lo < round) {
+            /* a member has not finished round-1 yet (or is gone): once the
+             * end has come it can only write "round halt", so nobody runs
+             * this round and leaving is safe. (Rewriting our own file with
+             * "halt" is not: the member may have just written the round,
+             * and others may have started it on our old file.) */
+            if (unix_ms() >= end || exists(dir, "stop"))
+                break;
             sleep_ms(5);
             continue;
         }
@@ -423,7 +456,7 @@ lockstep_mode(a2a_job *job, bufs *b, const char *dir, int64_t seconds)
             err++;
         }
         round++;
-        write_round(dir, round);
+        write_round(dir, round, unix_ms() >= end || exists(dir, "stop"));
         if (pause_ms > 0)
             sleep_ms(pause_ms);
     }
