@@ -90,12 +90,20 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
         break;
     case FRAME_HEARTBEAT: r = msgpack_pack_array(&pk, 1) || msgpack_pack_int(&pk, f->type); break;
     case FRAME_READY:
-        r = msgpack_pack_array(&pk, 8) || msgpack_pack_int(&pk, f->type) ||
+        if (f->nrow > FRAME_ROW_MAX)
+            return -1;
+        r = msgpack_pack_array(&pk, f->nrow > 0 ? 10 : 8) || msgpack_pack_int(&pk, f->type) ||
             pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->dst) ||
             msgpack_pack_int(&pk, f->dtype) || msgpack_pack_array(&pk, 2 * f->n);
         for (size_t i = 0; r == 0 && i < f->n; i++)
             r = msgpack_pack_int64(&pk, f->srcs[i]) || msgpack_pack_int64(&pk, f->counts[i]);
         r = r || msgpack_pack_int64(&pk, f->ttl);
+        if (f->nrow > 0) {
+            r = r || msgpack_pack_array(&pk, f->nrow);
+            for (size_t i = 0; r == 0 && i < f->nrow; i++)
+                r = msgpack_pack_int64(&pk, f->row[i]);
+            r = r || msgpack_pack_int64(&pk, f->cap);
+        }
         break;
     case FRAME_SLICE:
         r = msgpack_pack_array(&pk, 10) || msgpack_pack_int(&pk, f->type) ||
@@ -170,7 +178,7 @@ small_field(int32_t *v, const msgpack_object *o, int64_t max, const char *what, 
 }
 
 static int
-ready_decode(frame *f, const msgpack_object *a, char *err, size_t errlen)
+ready_decode(frame *f, const msgpack_object *a, uint32_t fields, char *err, size_t errlen)
 {
     const msgpack_object *l = &a[6];
     if (rank_field(&f->dst, &a[4], "dst", err, errlen) != 0 ||
@@ -195,7 +203,27 @@ ready_decode(frame *f, const msgpack_object *a, char *err, size_t errlen)
     }
     if (wire_i64(&f->ttl, &a[7], "ttl", err, errlen) != 0)
         return -1;
-    return f->ttl < 0 ? msg_fail(err, errlen, "negative ttl %lld", (long long)f->ttl) : 0;
+    if (f->ttl < 0)
+        return msg_fail(err, errlen, "negative ttl %lld", (long long)f->ttl);
+    f->cap = -1;
+    if (fields == 8)
+        return 0;
+    /* the row and the capacity (FRAME_ROW_MAX) */
+    const msgpack_object *w = &a[8];
+    if (wire_array(w, -1, FRAME_ROW_MAX, "ready row", err, errlen) != 0)
+        return -1;
+    if (w->via.array.size == 0)
+        return msg_fail(err, errlen, "ready row: empty");
+    f->nrow = w->via.array.size;
+    for (size_t i = 0; i < f->nrow; i++) {
+        if (wire_i64(&f->row[i], &w->via.array.ptr[i], "row count", err, errlen) != 0)
+            return -1;
+        if (f->row[i] < 0)
+            return msg_fail(err, errlen, "ready row: negative count %lld", (long long)f->row[i]);
+    }
+    if (wire_i64(&f->cap, &a[9], "cap", err, errlen) != 0)
+        return -1;
+    return f->cap < -1 ? msg_fail(err, errlen, "ready cap %lld", (long long)f->cap) : 0;
 }
 
 /* auth_field reads a proof or nonce of exactly len bytes into out; with has, it may also be
@@ -225,7 +253,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
         [FRAME_HELLO] = 5, [FRAME_READY] = 8,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
         [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2,
         [FRAME_WHERE] = 5, [FRAME_HERE] = 6};
-    if (n != fields[f->type])
+    if (n != fields[f->type] && !(f->type == FRAME_READY && n == 10))
         return msg_fail(err, errlen, "frame type %d with %u fields", f->type, n);
     switch (f->type) {
     case FRAME_HELLO:
@@ -241,7 +269,8 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
         return auth_field(f->nonce, AUTH_NONCE_LEN, NULL, &a[1], "nonce", err, errlen);
     case FRAME_HEARTBEAT: return 0;
     case FRAME_READY:
-        return opid_decode(&f->id, &a[1], err, errlen) || ready_decode(f, a, err, errlen) ? -1 : 0;
+        return opid_decode(&f->id, &a[1], err, errlen) || ready_decode(f, a, n, err, errlen) ? -1
+                                                                                             : 0;
     case FRAME_SLICE:
         if (opid_decode(&f->id, &a[1], err, errlen) ||
             rank_field(&f->src, &a[4], "src", err, errlen) ||

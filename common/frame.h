@@ -41,6 +41,12 @@ _Static_assert((uint64_t)CFG_MAX_RANKS * 12 + 512 <= FRAME_HEADER_MAX,
  * its count (a SLICE without payload, or its eager SLICE) and, for a slice that is not eager,
  * sends the slice once a second READY gives the count back (worker/op.h). */
 #define FRAME_DISCOVER (-1)
+/* A READY of a group of at most FRAME_ROW_MAX ranks also carries its rank's send counts to
+ * every group rank (the row) and its receive capacity when it discovers its counts (cap; -1:
+ * it gave counts), so that every worker knows every receiver's total one hop after the last
+ * rank arrived and can tell a receiver whose slices do not fit without waiting for it
+ * (worker/op.h, "Count discovery"). Bigger groups' READYs carry neither (nrow 0). */
+#define FRAME_ROW_MAX 64
 #define FRAME_MSG_MAX 1023
 
 typedef enum {
@@ -91,6 +97,10 @@ typedef struct {
     size_t n;                        /* READY */
     int64_t *srcs;                   /* READY, malloc'd */
     int64_t *counts;                 /* READY, malloc'd */
+    size_t nrow;                     /* READY: 0, or the group's size (FRAME_ROW_MAX) */
+    int64_t row[FRAME_ROW_MAX];      /* READY: dst's send count to each group rank */
+    int64_t cap;                     /* READY with a row: dst's receive capacity in elements
+                                        when it discovers its counts, else -1 */
     int64_t count;                   /* SLICE: the sender's count; HERE: a number, or -1 */
     int32_t idle;                    /* HERE: bits (FRAME_HERE) */
     int64_t ttl;                     /* READY: ms its call had left when it was sent (0: no

@@ -121,6 +121,15 @@ op_eager_max(size_t n)
     return per < FRAME_EAGER_MAX ? per : FRAME_EAGER_MAX;
 }
 
+static void
+rows_free(op_rows *rw)
+{
+    free(rw->in);
+    free(rw->total);
+    free(rw->cap);
+    free(rw->dtype);
+}
+
 op_op *
 op_get(op_group *g, uint64_t num, int create)
 {
@@ -138,7 +147,17 @@ op_get(op_group *g, uint64_t num, int create)
     op->rx = calloc(g->nlocal * g->n, sizeof(*op->rx));
     op->tx = calloc(g->nlocal * g->n, sizeof(*op->tx));
     op->expire = calloc(g->n, sizeof(*op->expire));
-    if (op->calls == NULL || op->rx == NULL || op->tx == NULL || op->expire == NULL) {
+    op->rows = g->n <= FRAME_ROW_MAX;
+    if (op->rows) {
+        op->rw.in = calloc(g->n, sizeof(*op->rw.in));
+        op->rw.total = calloc(g->n, sizeof(*op->rw.total));
+        op->rw.cap = calloc(g->n, sizeof(*op->rw.cap));
+        op->rw.dtype = calloc(g->n, sizeof(*op->rw.dtype));
+    }
+    if (op->calls == NULL || op->rx == NULL || op->tx == NULL || op->expire == NULL ||
+        (op->rows && (op->rw.in == NULL || op->rw.total == NULL || op->rw.cap == NULL ||
+                      op->rw.dtype == NULL))) {
+        rows_free(&op->rw);
         free(op->expire);
         free(op->calls);
         free(op->rx);
@@ -148,6 +167,8 @@ op_get(op_group *g, uint64_t num, int create)
     }
     op->g = g;
     op->num = num;
+    for (size_t r = 0; op->rows && r < g->n; r++)
+        op->rw.cap[r] = -1;
     if ((h = group_seq_failed(&g->seq, num)) != NULL) {
         op->status = h->status;
         snprintf(op->msg, sizeof(op->msg), "%s", h->msg);
@@ -163,6 +184,7 @@ op_free(op_op *op)
 {
     for (size_t i = 0; i < op->g->nlocal * op->g->n; i++)
         free(op->rx[i].stash);
+    rows_free(&op->rw);
     free(op->expire);
     free(op->calls);
     free(op->rx);
@@ -418,6 +440,57 @@ disc_learn(op_op *op, op_call *c, int64_t s, int64_t count)
 static void pair_start(op_out *o, op_op *op, int64_t s, int64_t d);
 static void land_eager(op_out *o, op_op *op, op_call *c, int64_t s, uint8_t *bytes, int64_t count);
 
+/* disc_overflow fails op: discovering group rank d needs more elements than it holds. */
+static void
+disc_overflow(op_out *o, op_op *op, int64_t d, uint64_t need, int32_t dtype, uint64_t cap)
+{
+    const op_group *g = op->g;
+    op_fail(o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1,
+            "count discovery: group rank %lld (world rank %lld) of group \"%s\" needs %llu %s "
+            "elements in operation %llu, but its receive buffer holds %llu",
+            (long long)d, (long long)g->world[d], g->name, (unsigned long long)need,
+            dtype_name((a2a_dtype)dtype), (unsigned long long)op->num, (unsigned long long)cap);
+}
+
+/* disc_land lands the eager slice from s kept for discovering call c, now placed. */
+static void
+disc_land(op_out *o, op_op *op, op_call *c, int64_t s)
+{
+    op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+    uint8_t *bytes = rx->stash;
+    if (rx->stash_len != (uint64_t)rx->count * c->esize) {
+        op_fail(o, op, A2A_ERR_INVALID_ARGUMENT, 1,
+                "rank %lld sent %zu bytes for %lld elements, rank %lld receives %s", (long long)s,
+                rx->stash_len, (long long)rx->count, (long long)c->grank,
+                dtype_name((a2a_dtype)c->dtype));
+        return;
+    }
+    rx->stash = NULL;
+    rx->state = RX_WAIT;
+    land_eager(o, op, c, s, bytes, rx->count);
+}
+
+/* rows_differ fails op: s's READY row and its SLICE gave call c two counts. */
+static void
+rows_differ(op_out *o, op_op *op, const op_call *c, int64_t s, int64_t row, int64_t slice)
+{
+    op_fail(o, op, A2A_ERR_INTERNAL, 1,
+            "rank %lld announced %lld elements for rank %lld in its READY and %lld in its SLICE",
+            (long long)s, (long long)row, (long long)c->grank, (long long)slice);
+}
+
+/* row_count: discovering call c learns from s's row that s sends it count elements; a count
+ * that differs from the one s's SLICE gave fails the operation. */
+static void
+row_count(op_out *o, op_op *op, op_call *c, int64_t s, int64_t count)
+{
+    op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+    if (!rx->known)
+        disc_learn(op, c, s, count);
+    else if (rx->count != count)
+        rows_differ(o, op, c, s, count, rx->count);
+}
+
 /* readys sends READY for c to the worker of every remote source: the counts c expects, or
  * (placed, count discovery) the counts its sources announced: the go for an announced slice,
  * the confirmation for an eager one. Stops when op fails. */
@@ -435,6 +508,14 @@ readys(op_out *o, op_op *op, op_call *c, int placed)
         f.dst = c->grank;
         f.dtype = c->dtype;
         f.ttl = c->ttl_ms > 0 ? c->ttl_ms : 0;
+        if (!placed && g->n <= FRAME_ROW_MAX) { /* the row: every worker judges (rows_judge) */
+            f.nrow = g->n;
+            for (size_t d = 0; d < g->n; d++)
+                f.row[d] = c->counts[d];
+            f.cap = !c->discover                        ? -1
+                    : c->recv_cap > (uint64_t)INT64_MAX ? INT64_MAX
+                                                        : (int64_t)c->recv_cap;
+        }
         op_act *a = send_frame(o, (int)i, op, &f);
         if (a == NULL)
             return;
@@ -478,17 +559,14 @@ disc_place(op_out *o, op_op *op, op_call *c)
 
     if (!c->discover || c->placed || c->unknown > 0 || c->finished || op->status != A2A_OK)
         return;
+    if (op->rows && !op->judged)
+        return; /* rows_judge, once every rank's row is known, places it */
     for (size_t s = 0; s < n; s++) {
         uint64_t k = (uint64_t)op->rx[PAIR(op, c->lidx, s)].count;
         need = need > UINT64_MAX - k ? UINT64_MAX : need + k;
     }
     if (need > c->recv_cap) {
-        op_fail(o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1,
-                "count discovery: group rank %lld (world rank %lld) of group \"%s\" needs %llu "
-                "%s elements in operation %llu, but its receive buffer holds %llu",
-                (long long)c->grank, (long long)g->world[c->grank], g->name,
-                (unsigned long long)need, dtype_name((a2a_dtype)c->dtype),
-                (unsigned long long)op->num, (unsigned long long)c->recv_cap);
+        disc_overflow(o, op, c->grank, need, c->dtype, c->recv_cap);
         return;
     }
     for (size_t s = 0; s < n; s++) {
@@ -510,28 +588,93 @@ disc_place(op_out *o, op_op *op, op_call *c)
                 tx->state = TX_READY;
             pair_start(o, op, (int64_t)s, c->grank);
         } else if (rx->state == RX_STASHED) {
-            uint8_t *bytes = rx->stash;
-            if (rx->stash_len != (uint64_t)rx->count * c->esize) {
-                op_fail(o, op, A2A_ERR_INVALID_ARGUMENT, 1,
-                        "rank %lld sent %zu bytes for %lld elements, rank %lld receives %s",
-                        (long long)s, rx->stash_len, (long long)rx->count, (long long)c->grank,
-                        dtype_name((a2a_dtype)c->dtype));
-                return;
-            }
-            rx->stash = NULL;
-            rx->state = RX_WAIT;
-            land_eager(o, op, c, (int64_t)s, bytes, rx->count);
+            disc_land(o, op, c, (int64_t)s);
         }
     }
+}
+
+/* ---- rows (op.h, "Count discovery") ---- */
+
+/* rows_off: a first READY came without a row; the operation goes on without rows. */
+static void
+rows_off(op_out *o, op_op *op)
+{
+    const op_group *g = op->g;
+    if (!op->rows)
+        return;
+    op->rows = 0;
+    for (size_t r = 0; r < g->n && op->status == A2A_OK; r++)
+        if (g->lidx[r] >= 0 && op->calls[r] != NULL)
+            disc_place(o, op, op->calls[r]);
+}
+
+/* rows_judge: once every rank's row is known, fail op if a discoverer's slices do not fit
+ * (the lowest such rank: every worker names the same), else complete the eager pairs to
+ * discoverers and let the local discoverers place their slices. */
+static void
+rows_judge(op_out *o, op_op *op)
+{
+    const op_group *g = op->g;
+    size_t n = g->n;
+
+    if (!op->rows || op->judged || op->rw.seen < n || op->status != A2A_OK)
+        return;
+    op->judged = 1;
+    for (size_t d = 0; d < n; d++)
+        if (op->rw.cap[d] >= 0 && op->rw.total[d] > (uint64_t)op->rw.cap[d]) {
+            disc_overflow(o, op, (int64_t)d, op->rw.total[d], op->rw.dtype[d],
+                          (uint64_t)op->rw.cap[d]);
+            return;
+        }
+    for (size_t s = 0; s < n && op->status == A2A_OK; s++) {
+        op_call *c = op->calls[s];
+        if (g->lidx[s] < 0 || c == NULL || c->finished)
+            continue;
+        for (size_t d = 0; d < n && op->status == A2A_OK; d++)
+            if (g->peer[d] >= 0 && op->rw.cap[d] >= 0 &&
+                op->tx[PAIR(op, g->lidx[s], d)].state == TX_EAGER)
+                tx_done(o, op, c, (int64_t)d);
+    }
+    for (size_t d = 0; d < n && op->status == A2A_OK; d++)
+        if (g->lidx[d] >= 0 && op->calls[d] != NULL)
+            disc_place(o, op, op->calls[d]);
+}
+
+/* rows_learn notes group rank r's row (its send counts), capacity (-1: it gave counts) and
+ * dtype, from its first READY or, local, as it arrives; then judges when all are known. */
+static void
+rows_learn(op_out *o, op_op *op, int64_t r, const int64_t *row, int64_t cap, int32_t dtype)
+{
+    const op_group *g = op->g;
+
+    if (!op->rows || op->rw.in[r])
+        return;
+    op->rw.in[r] = 1;
+    op->rw.seen++;
+    op->rw.cap[r] = cap;
+    op->rw.dtype[r] = dtype;
+    for (size_t d = 0; d < g->n && op->status == A2A_OK; d++) {
+        uint64_t k = (uint64_t)row[d];
+        op->rw.total[d] = op->rw.total[d] > UINT64_MAX - k ? UINT64_MAX : op->rw.total[d] + k;
+        if (g->peer[r] < 0 || g->lidx[d] < 0)
+            continue; /* local pairs are learnt as their calls arrive (op_arrive) */
+        op_rx *rx = &op->rx[PAIR(op, g->lidx[d], r)];
+        rx->row = row[d];
+        rx->row_in = 1;
+        op_call *c = op->calls[d];
+        if (c != NULL && c->discover && !c->finished)
+            row_count(o, op, c, r, row[d]);
+    }
+    rows_judge(o, op);
 }
 
 /* disc_slice handles a SLICE from remote s for discovering call c (f->payload: taken). */
 static void
 disc_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, frame *f)
 {
-    if (rx->known) { /* the slice itself, after our second READY (else a duplicate) */
-        if (!c->placed || rx->state != RX_COUNTED || f->payload != NULL)
-            return;
+    if (rx->state == RX_COUNTED) { /* the slice itself, after our second READY */
+        if (!c->placed || f->payload != NULL)
+            return; /* a duplicate of the count */
         if (f->count != rx->count) {
             count_mismatch(o, op, c, f->src, f->count, f->dst, rx->count);
             return;
@@ -541,12 +684,22 @@ disc_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, frame *f)
             rx_done(o, op, c, f->src);
         return;
     }
+    /* RX_WAIT: the eager slice, or the count alone; its row may have told the count already */
+    if (rx->known && f->count != rx->count) {
+        rows_differ(o, op, c, f->src, rx->count, f->count);
+        return;
+    }
     if (f->payload != NULL || f->count == 0) { /* eager: kept until c has placed its slices */
         rx->state = RX_STASHED;
+        rx->count = f->count;
         rx->stash = f->payload;
         rx->stash_len = f->payload_len;
         f->payload = NULL;
         f->payload_len = 0;
+        if (c->placed) {
+            disc_land(o, op, c, f->src);
+            return;
+        }
     } else {
         rx->state = RX_COUNTED;
     }
@@ -777,6 +930,9 @@ op_arrive(op_out *o, op_op *op, op_call *c)
         op->rx[PAIR(op, c->lidx, s)].expect = c->counts[2 * n + s];
     ready_out(o, op, c);
     take_stash(o, op, c);
+    for (size_t s = 0; c->discover && op->rows && s < n && op->status == A2A_OK; s++)
+        if (op->rx[PAIR(op, c->lidx, s)].row_in)
+            row_count(o, op, c, (int64_t)s, op->rx[PAIR(op, c->lidx, s)].row);
     for (size_t r = 0; r < n && op->status == A2A_OK; r++) {
         op_call *other = op->calls[r];
         if (g->peer[r] >= 0) {
@@ -815,6 +971,12 @@ op_arrive(op_out *o, op_op *op, op_call *c)
             t2->state = TX_READY;
         pair_start(o, op, (int64_t)r, me);
     }
+    if (op->status == A2A_OK)
+        rows_learn(o, op, me, c->counts,
+                   !c->discover                        ? -1
+                   : c->recv_cap > (uint64_t)INT64_MAX ? INT64_MAX
+                                                       : (int64_t)c->recv_cap,
+                   c->dtype);
     disc_place(o, op, c);
 }
 
@@ -1218,6 +1380,12 @@ on_ready(op_out *o, op_group *g, int peer, op_op *op, const frame *f)
             tx->state = TX_READY;
         pair_start(o, op, s, f->dst);
     }
+    if (!op->rows || op->rw.in[f->dst] || op->status != A2A_OK)
+        return; /* a second READY (a discoverer's go) carries no row */
+    if (f->nrow == g->n)
+        rows_learn(o, op, f->dst, f->row, f->cap, f->dtype);
+    else
+        rows_off(o, op);
 }
 
 static void
@@ -1312,6 +1480,14 @@ op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f)
             reply_abort(o, peer, f, h->status, h->msg, 0);
         return;
     case GROUP_PAST:
+        if (f->type == FRAME_READY && f->nrow == 0 && g->n <= FRAME_ROW_MAX) {
+            /* a discoverer's go (first READYs of such groups carry their row) for an operation
+             * done here: its eager slices from here were done at the rows' judgement */
+            log_debug("group \"%s\": the go READY of rank %lld for operation %llu, done here",
+                      g->name, (long long)f->dst, (unsigned long long)f->id.op);
+            return;
+        }
+        /* fall through */
     case GROUP_FUTURE:
         if (f->type == FRAME_READY)
             group_seq_saw(&g->seq, f->id.op);

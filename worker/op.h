@@ -45,6 +45,18 @@
  *     RX_COUNTED   count known, no data yet    SLICE(count) after d placed -> RX_DATA
  *     RX_STASHED   (discovery) eager bytes kept until d has placed its slices
  *
+ * Rows (groups of at most FRAME_ROW_MAX ranks): every READY also carries its rank's send
+ * counts to every group rank and, when it discovers, its capacity (the first READY of each
+ * call, sent as it arrives). So one hop after the last rank arrived every worker knows every
+ * receiver's total, as it knows every READY with counts given: it judges once (op_op.judged)
+ * whether every discoverer's slices fit, and fails the operation RESOURCE_EXHAUSTED naming the
+ * lowest group rank that overflows (the same message at every worker) or else completes its
+ * eager pairs to discoverers at once (TX_EAGER -> TX_DONE, without the second READY) and lets
+ * its local discoverers place (they learn remote counts from the rows, so they do not wait for
+ * the announced counts either). Announced slices still wait for the second READY, their go.
+ * A first READY without a row (a bigger group, or a worker that sends none) turns rows off for
+ * that operation: everything then goes as above.
+ *
  * Any state: the operation fails (ABORT, deadline, peer lost, mismatch,
  * memory) -> every pair stops where it is; calls are woken and answered with
  * the operation's status. A pair never goes back; a frame for a pair in a
@@ -136,8 +148,20 @@ typedef struct {
     uint64_t bytes; /* received so far */
     uint8_t *stash; /* RX_STASHED: the eager bytes (malloc'd) */
     size_t stash_len;
-    int known; /* discovery: count is s's */
+    int known;  /* discovery: count is s's */
+    int row_in; /* s's READY row came (rows): row is its count to d */
+    int64_t row;
 } op_rx;
+
+/* What the READY rows told of an operation (op.h, "Count discovery"; groups of at most
+ * FRAME_ROW_MAX ranks), by group rank. */
+typedef struct {
+    size_t seen;     /* ranks whose row is known (remote: their READY; local: their arrival) */
+    uint8_t *in;     /* its row is known */
+    uint64_t *total; /* as a receiver: the elements every rank known so far sends it */
+    int64_t *cap;    /* as a receiver: its capacity when it discovers its counts, else -1 */
+    int32_t *dtype;  /* as a receiver */
+} op_rows;
 
 struct op_op {
     op_op *next;
@@ -149,6 +173,9 @@ struct op_op {
     size_t arrived, left; /* local calls that came, and that went */
     uint64_t resync;      /* its ABORT's resync (numbers differ), or 0 */
     int64_t *expire;      /* by group rank: when its call has failed for sure (READY), or 0 */
+    int rows;             /* READYs carry rows (n <= FRAME_ROW_MAX, and every READY had one) */
+    int judged;           /* rows: every rank's row is known and every discoverer's slices fit */
+    op_rows rw;
     a2a_status status;
     char msg[1024];
 };

@@ -84,6 +84,19 @@ hostile(sim *S, input *in)
         }
         f.srcs = srcs;
         f.counts = counts;
+        f.cap = -1;
+        if (take(in) % 2) { /* a row: right-sized, short or long; counts 0, 3, 600, big */
+            uint8_t k = take(in);
+            f.nrow = k % 3 == 0 ? S->n : 1 + k % (FRAME_ROW_MAX - 1);
+            for (size_t i = 0; i < f.nrow; i++) {
+                static const int64_t rc[] = {0, 3, 600, INT64_MAX / 2};
+                f.row[i] = rc[take(in) % 4];
+            }
+            f.cap = take(in) % 3 == 0 ? -1 : (int64_t)take(in) * 10;
+            for (size_t i = 0; i < f.n; i++)
+                if (take(in) % 2)
+                    counts[i] = FRAME_DISCOVER;
+        }
     } else if (f.type == FRAME_SLICE && take(in) % 2) {
         plen = (uint64_t)(f.count > 0 && f.count <= 8 ? f.count : 1) * 8;
         for (size_t i = 0; i < plen; i++)

@@ -367,6 +367,158 @@ test_ready_ttl(void)
     mb_fini(&b);
 }
 
+/* A READY of a small group carries the sender rank's row (its send counts to every group
+ * rank) and its receive capacity (-1: it gave counts); without a row it is the 8-field
+ * READY of before, and nrow is 0 after decoding. */
+static void
+test_ready_row_round_trip(void)
+{
+    int64_t src = 2, cnt = FRAME_DISCOVER;
+    frame in = {.type = FRAME_READY, .dst = 1, .dtype = A2A_INT32, .ttl = 10, .n = 1}, out;
+    msgpack_sbuffer sb;
+    size_t size8;
+
+    in.srcs = &src;
+    in.counts = &cnt;
+    set_opid(&in, "moe", 3, 17);
+    encode(&sb, &in);
+    size8 = sb.size;
+    msgpack_sbuffer_destroy(&sb);
+    round_trip(&in, 0, &out);
+    CU_ASSERT_EQUAL(out.nrow, 0);
+    CU_ASSERT_EQUAL(out.cap, -1);
+    frame_fini(&out);
+
+    in.nrow = 3;
+    in.row[0] = 5;
+    in.row[1] = 0;
+    in.row[2] = INT64_MAX;
+    in.cap = 4096;
+    encode(&sb, &in);
+    CU_ASSERT(sb.size > size8);
+    msgpack_sbuffer_destroy(&sb);
+    round_trip(&in, 0, &out);
+    check_opid(&in, &out);
+    CU_ASSERT_EQUAL(out.n, 1);
+    CU_ASSERT_EQUAL(out.counts[0], FRAME_DISCOVER);
+    CU_ASSERT_EQUAL(out.nrow, 3);
+    CU_ASSERT_EQUAL(out.row[0], 5);
+    CU_ASSERT_EQUAL(out.row[1], 0);
+    CU_ASSERT_EQUAL(out.row[2], INT64_MAX);
+    CU_ASSERT_EQUAL(out.cap, 4096);
+    CU_ASSERT_EQUAL(out.ttl, 10);
+    frame_fini(&out);
+
+    in.nrow = FRAME_ROW_MAX;
+    for (size_t i = 0; i < FRAME_ROW_MAX; i++)
+        in.row[i] = (int64_t)i * 1000;
+    in.cap = -1;
+    round_trip(&in, 0, &out);
+    CU_ASSERT_EQUAL(out.nrow, FRAME_ROW_MAX);
+    CU_ASSERT_EQUAL(out.row[FRAME_ROW_MAX - 1], (FRAME_ROW_MAX - 1) * 1000);
+    CU_ASSERT_EQUAL(out.cap, -1);
+    frame_fini(&out);
+
+    /* a row longer than FRAME_ROW_MAX is not encoded at all */
+    in.nrow = FRAME_ROW_MAX + 1;
+    msgpack_sbuffer_init(&sb);
+    CU_ASSERT_EQUAL(frame_header_encode(&sb, &in), -1);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+enum { ROW_INT, ROW_STR, ROW_NONE };
+
+/* ready_row_header packs a 10-field READY (one pair) whose row holds the len values of row
+ * (the item at bad_at, if below len, as a string) and whose cap is cap (or a string). */
+static void
+ready_row_header(mbuf *b, const int64_t *row, size_t len, size_t bad_at, int cap_kind, int64_t cap)
+{
+    mb_init(b);
+    msgpack_pack_array(&b->pk, 10);
+    msgpack_pack_int(&b->pk, FRAME_READY);
+    mb_str(b, "g");
+    msgpack_pack_uint64(&b->pk, 1);
+    msgpack_pack_uint64(&b->pk, 2);
+    msgpack_pack_int64(&b->pk, 0);
+    msgpack_pack_int64(&b->pk, 0);
+    msgpack_pack_array(&b->pk, 2);
+    msgpack_pack_int64(&b->pk, 1);
+    msgpack_pack_int64(&b->pk, FRAME_DISCOVER);
+    msgpack_pack_int64(&b->pk, 0); /* ttl */
+    if (row == NULL) {
+        msgpack_pack_int64(&b->pk, 7); /* not an array */
+    } else {
+        msgpack_pack_array(&b->pk, len);
+        for (size_t i = 0; i < len; i++)
+            if (i == bad_at)
+                mb_str(b, "1");
+            else
+                msgpack_pack_int64(&b->pk, row[i]);
+    }
+    if (cap_kind == ROW_STR)
+        mb_str(b, "-1");
+    else if (cap_kind == ROW_INT)
+        msgpack_pack_int64(&b->pk, cap);
+}
+
+/* Every way a row can be wrong is refused with a message naming the field. */
+static void
+test_ready_row_malformed(void)
+{
+    int64_t row[FRAME_ROW_MAX + 1];
+    mbuf b;
+
+    for (size_t i = 0; i <= FRAME_ROW_MAX; i++)
+        row[i] = 3;
+    ready_row_header(&b, row, 2, SIZE_MAX, ROW_INT, -1);
+    expect_ok(b.sb.data, b.sb.size, 0, "a row of two");
+    mb_fini(&b);
+    ready_row_header(&b, row, 2, SIZE_MAX, ROW_INT, 0);
+    expect_ok(b.sb.data, b.sb.size, 0, "a capacity of 0");
+    mb_fini(&b);
+    ready_row_header(&b, row, FRAME_ROW_MAX, SIZE_MAX, ROW_INT, INT64_MAX);
+    expect_ok(b.sb.data, b.sb.size, 0, "a row of FRAME_ROW_MAX");
+    mb_fini(&b);
+
+    ready_row_header(&b, row, 0, SIZE_MAX, ROW_INT, -1);
+    expect_fail(b.sb.data, b.sb.size, 0, "ready row: empty", "an empty row");
+    mb_fini(&b);
+    ready_row_header(&b, row, FRAME_ROW_MAX + 1, SIZE_MAX, ROW_INT, -1);
+    expect_fail(b.sb.data, b.sb.size, 0, "more than the limit 64", "a row over the limit");
+    mb_fini(&b);
+    ready_row_header(&b, NULL, 0, SIZE_MAX, ROW_INT, -1);
+    expect_fail(b.sb.data, b.sb.size, 0, "ready row: expected an array", "a row not an array");
+    mb_fini(&b);
+    row[1] = -3;
+    ready_row_header(&b, row, 2, SIZE_MAX, ROW_INT, -1);
+    expect_fail(b.sb.data, b.sb.size, 0, "negative count -3", "a negative row count");
+    mb_fini(&b);
+    row[1] = 3;
+    ready_row_header(&b, row, 4, 2, ROW_INT, -1);
+    expect_fail(b.sb.data, b.sb.size, 0, "row count", "a row count a string");
+    mb_fini(&b);
+    ready_row_header(&b, row, 2, SIZE_MAX, ROW_INT, -2);
+    expect_fail(b.sb.data, b.sb.size, 0, "ready cap -2", "a capacity below -1");
+    mb_fini(&b);
+    ready_row_header(&b, row, 2, SIZE_MAX, ROW_INT, INT64_MIN);
+    expect_fail(b.sb.data, b.sb.size, 0, "ready cap", "a capacity of INT64_MIN");
+    mb_fini(&b);
+    ready_row_header(&b, row, 2, SIZE_MAX, ROW_STR, 0);
+    expect_fail(b.sb.data, b.sb.size, 0, "cap", "a capacity a string");
+    mb_fini(&b);
+
+    /* 9 fields (a row, no cap) and 11 are no READY */
+    ready_row_header(&b, row, 2, SIZE_MAX, ROW_NONE, 0);
+    b.sb.data[0] = (char)0x99; /* the fixarray of 10 the helper packed, now of 9 */
+    expect_fail(b.sb.data, b.sb.size, 0, "with 9 fields", "a READY of 9 fields");
+    mb_fini(&b);
+    ready_row_header(&b, row, 2, SIZE_MAX, ROW_INT, -1);
+    msgpack_pack_int64(&b.pk, 0);
+    b.sb.data[0] = (char)0x9b;
+    expect_fail(b.sb.data, b.sb.size, 0, "with 11 fields", "a READY of 11 fields");
+    mb_fini(&b);
+}
+
 static void
 test_ready_round_trip_many(void)
 {
@@ -1417,6 +1569,8 @@ main(int argc, char **argv)
         {"HEARTBEAT round trip", test_heartbeat_round_trip},
         {"READY round trip, no pairs", test_ready_round_trip_empty},
         {"READY ttl", test_ready_ttl},
+        {"READY with a row, round trip", test_ready_row_round_trip},
+        {"READY with a malformed row", test_ready_row_malformed},
         {"READY round trip, many pairs", test_ready_round_trip_many},
         {"READY of CFG_MAX_RANKS sources fits the header limit", test_ready_header_limit},
         {"SLICE round trip", test_slice_round_trip},

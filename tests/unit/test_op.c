@@ -650,6 +650,18 @@ test_zero(void)
 /* explore runs every schedule (depth-first) up to limit of them; returns how many ran. */
 /* ---- count discovery: rank 0 (here) gives no receive counts, capacity cap ---- */
 
+/* no_rows: rank 1's READY without a row (a worker that sends none): the operation goes on
+ * without rows (rows_off), by the counts its senders announce, as in a group of more than
+ * FRAME_ROW_MAX ranks. It expects what rank 0 sends it (t->counts[1]). */
+static void
+no_rows(one *t)
+{
+    int64_t srcs[] = {0}, counts[] = {t->counts[1]};
+    frame f = one_ready(7, srcs, counts);
+    op_frame(&t->o, t->g, 1, 11, &f);
+    op_out_reset(&t->o);
+}
+
 static void
 disc_init(one *t, int64_t send0, int64_t send1, uint64_t cap)
 {
@@ -672,8 +684,14 @@ test_discover(void)
     const op_act *a = one_find(&t, OPA_SEND, FRAME_READY);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT_EQUAL(a->f.counts[0], FRAME_DISCOVER);
+    CU_ASSERT_EQUAL(a->f.nrow, 2); /* its row and capacity go with it */
+    CU_ASSERT_EQUAL(a->f.row[0], 1);
+    CU_ASSERT_EQUAL(a->f.row[1], 1);
+    CU_ASSERT_EQUAL(a->f.cap, 700);
     CU_ASSERT_EQUAL(one_count(&t, OPA_COPY, -1), 0); /* not before its place is known */
     op_out_reset(&t.o);
+    no_rows(&t);
+    CU_ASSERT_EQUAL(op->rows, 0);
     frame d = one_frame(FRAME_DATA, 7, 0);
     d.src = 1;
     d.dst = 0;
@@ -712,6 +730,7 @@ test_discover_small(void)
         disc_init(&t, 1, 1, 600);
         op_op *op = one_arrive(&t, 0);
         op_out_reset(&t.o);
+        no_rows(&t);
         frame s = one_slice(1, 0, big[i]);
         op_frame(&t.o, t.g, 1, 11, &s);
         CU_ASSERT_EQUAL(op->status, A2A_ERR_RESOURCE_EXHAUSTED);
@@ -737,6 +756,7 @@ test_discover_eager(void)
         uint8_t *bytes = malloc(24);
         memset(bytes, 0xab, 24);
         disc_init(&t, 2, 1, 10);
+        no_rows(&t); /* before the call: the operation is there for it already */
         frame s = one_slice(1, 0, 3);
         s.payload = bytes;
         s.payload_len = bad ? 16 : 24;
@@ -854,6 +874,150 @@ test_discover_sender(void)
     counts[0] = 3;                         /* a confirmation with another count */
     op_frame(&t.o, t.g, 1, 11, &f);
     CU_ASSERT_EQUAL(op->status, A2A_ERR_COUNT_MISMATCH);
+    one_fini(&t);
+}
+
+/* rows_ready: rank 1's first READY with its row (what it sends ranks 0 and 1) and capacity
+ * (-1: it gives counts; then it expects counts[0] from rank 0) */
+static frame
+rows_ready(int64_t *srcs, int64_t *counts, int64_t to0, int64_t to1, int64_t cap)
+{
+    frame f = one_ready(7, srcs, counts);
+    f.nrow = 2;
+    f.row[0] = to0;
+    f.row[1] = to1;
+    f.cap = cap;
+    return f;
+}
+
+/* rows, the sending side: a discoverer's READY with its row completes rank 0's eager pair to it
+ * once every row is known (no second READY), or fails the operation for everyone, naming it,
+ * when its slices do not fit; the second READY that comes later changes nothing */
+static void
+test_rows_sender(void)
+{
+    for (int fit = 0; fit < 2; fit++) {
+        one t;
+        int64_t srcs[] = {0}, counts[] = {FRAME_DISCOVER};
+        one_init(&t, 1, 2, 1, 1); /* 2 elements to rank 1, eagerly */
+        op_op *op = one_arrive(&t, 0);
+        CU_ASSERT_EQUAL(op->tx[1].state, TX_EAGER);
+        size_t left = t.c.sends_left;
+        op_out_reset(&t.o);
+        /* rank 1 sends itself 5 and rank 0 1; it holds 7 (fits) or 6 (does not) */
+        frame f = rows_ready(srcs, counts, 1, 5, fit ? 7 : 6);
+        op_frame(&t.o, t.g, 1, 11, &f);
+        CU_ASSERT(op->judged);
+        if (!fit) {
+            CU_ASSERT_EQUAL(op->status, A2A_ERR_RESOURCE_EXHAUSTED);
+            CU_ASSERT_STRING_EQUAL(op->msg, "count discovery: group rank 1 (world rank 1) of "
+                                            "group \"g\" needs 7 int64 elements in operation 0, "
+                                            "but its receive buffer holds 6");
+            CU_ASSERT_EQUAL(t.c.sends_left, left);
+            one_fini(&t);
+            continue;
+        }
+        CU_ASSERT_EQUAL(op->status, A2A_OK);
+        CU_ASSERT_EQUAL(op->tx[1].state, TX_DONE);
+        CU_ASSERT_EQUAL(t.c.sends_left, left - 1);
+        CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, -1), 0); /* nothing to say */
+        counts[0] = 2;
+        frame go = one_ready(7, srcs, counts); /* the second READY, without a row */
+        op_frame(&t.o, t.g, 1, 11, &go);
+        CU_ASSERT_EQUAL(t.c.sends_left, left - 1);
+        CU_ASSERT_EQUAL(op->rows, 1);
+        CU_ASSERT_EQUAL(op->status, A2A_OK);
+        one_fini(&t);
+    }
+}
+
+/* rows, the receiving side: rank 0 discovers; rank 1's row tells its count, so rank 0 places
+ * at once and its eager slice lands as it comes; a streamed one is announced, then streamed
+ * after the go READY; a SLICE whose count is not the row's fails the operation */
+static void
+test_rows_receiver(void)
+{
+    int64_t srcs[] = {0}, counts[] = {1};
+    for (int k = 0; k < 3; k++) {
+        one t;
+        uint64_t off = 0;
+        int64_t n1 = k == 1 ? BIG : 3; /* what rank 1 sends rank 0 */
+        disc_init(&t, 2, 1, BIG + 10);
+        op_op *op = one_arrive(&t, 0);
+        CU_ASSERT_EQUAL(one_count(&t, OPA_COPY, -1), 0);
+        op_out_reset(&t.o);
+        frame f = rows_ready(srcs, counts, n1, 4, -1);
+        op_frame(&t.o, t.g, 1, 11, &f);
+        CU_ASSERT_EQUAL(op->status, A2A_OK);
+        CU_ASSERT(op->judged);
+        CU_ASSERT(t.c.placed);
+        CU_ASSERT_EQUAL(t.counts[5], n1);
+        CU_ASSERT_EQUAL(t.counts[7], 2);                 /* after rank 0's own 2 */
+        CU_ASSERT_EQUAL(one_count(&t, OPA_COPY, -1), 1); /* 0 -> 0 */
+        const op_act *a = one_find(&t, OPA_SEND, FRAME_READY);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a); /* the go, with the count back and no row */
+        CU_ASSERT_EQUAL(a->f.counts[0], n1);
+        CU_ASSERT_EQUAL(a->f.nrow, 0);
+        op_out_reset(&t.o);
+        if (k == 2) { /* the SLICE says 4 where the row said 3 */
+            frame s = one_slice(1, 0, 4);
+            s.payload = calloc(4, 8);
+            s.payload_len = 32;
+            op_frame(&t.o, t.g, 1, 11, &s);
+            CU_ASSERT_EQUAL(op->status, A2A_ERR_INTERNAL);
+            CU_ASSERT_STRING_EQUAL(op->msg, "rank 1 announced 3 elements for rank 0 in its READY "
+                                            "and 4 in its SLICE");
+            CU_ASSERT_EQUAL(one_count(&t, OPA_LAND, -1), 0);
+            frame_fini(&s);
+            one_fini(&t);
+            continue;
+        }
+        if (k == 0) { /* eager: lands as it comes */
+            frame s = one_slice(1, 0, 3);
+            s.payload = calloc(3, 8);
+            s.payload_len = 24;
+            op_frame(&t.o, t.g, 1, 11, &s);
+            a = one_find(&t, OPA_LAND, -1);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+            CU_ASSERT_EQUAL(a->off, 16);
+            CU_ASSERT_EQUAL(a->len, 24);
+            op_landed(&t.o, &t.c, 1, 0);
+        } else { /* streamed: the count alone (answering READY(-1)), then the slice itself */
+            frame s = one_slice(1, 0, BIG);
+            op_frame(&t.o, t.g, 1, 11, &s);
+            CU_ASSERT_EQUAL(op->rx[1].state, RX_COUNTED);
+            op_frame(&t.o, t.g, 1, 11, &s);
+            CU_ASSERT_EQUAL(op->rx[1].state, RX_DATA);
+            frame d = one_frame(FRAME_DATA, 7, 0);
+            d.src = 1;
+            d.dst = 0;
+            CU_ASSERT_PTR_EQUAL(op_data_target(&t.o, t.g, 1, &d, 8 * BIG, &off), &t.c);
+            CU_ASSERT_EQUAL(off, 16);
+            op_data_landed(&t.o, &t.c, 1, 8 * BIG, 0);
+        }
+        CU_ASSERT_EQUAL(op->rx[1].state, RX_DONE);
+        CU_ASSERT_EQUAL(op->status, A2A_OK);
+        one_fini(&t);
+    }
+}
+
+/* rows, malformed: a first READY whose row has the wrong length turns rows off for that
+ * operation (the counts then come as without rows), and nothing is judged from it */
+static void
+test_rows_off(void)
+{
+    one t;
+    int64_t srcs[] = {0}, counts[] = {FRAME_DISCOVER};
+    one_init(&t, 1, 2, 1, 1);
+    op_op *op = one_arrive(&t, 0);
+    size_t left = t.c.sends_left;
+    frame f = rows_ready(srcs, counts, 1, 5, 100);
+    f.nrow = 1;
+    op_frame(&t.o, t.g, 1, 11, &f);
+    CU_ASSERT_EQUAL(op->rows, 0);
+    CU_ASSERT(!op->judged);
+    CU_ASSERT_EQUAL(t.c.sends_left, left); /* waits for the second READY */
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
     one_fini(&t);
 }
 
@@ -1165,6 +1329,9 @@ static const cu_test tests[] = {
     {"discover_small", test_discover_small},
     {"discover_eager", test_discover_eager},
     {"discover_sender", test_discover_sender},
+    {"rows_sender", test_rows_sender},
+    {"rows_receiver", test_rows_receiver},
+    {"rows_off", test_rows_off},
     {"eager_limit", test_eager_limit},
     {"discover_orders", test_discover_orders},
     {"exhaustive_2", test_exhaustive_2},
