@@ -491,6 +491,15 @@ row_count(op_out *o, op_op *op, op_call *c, int64_t s, int64_t count)
         rows_differ(o, op, c, s, count, rx->count);
 }
 
+/* row_cap: c's capacity as its READY row gives it: -1 unless it discovers its counts. */
+static int64_t
+row_cap(const op_call *c)
+{
+    if (!c->discover)
+        return -1;
+    return c->recv_cap > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)c->recv_cap;
+}
+
 /* readys sends READY for c to the worker of every remote source: the counts c expects, or
  * (placed, count discovery) the counts its sources announced: the go for an announced slice,
  * the confirmation for an eager one. Stops when op fails. */
@@ -512,9 +521,7 @@ readys(op_out *o, op_op *op, op_call *c, int placed)
             f.nrow = g->n;
             for (size_t d = 0; d < g->n; d++)
                 f.row[d] = c->counts[d];
-            f.cap = !c->discover                        ? -1
-                    : c->recv_cap > (uint64_t)INT64_MAX ? INT64_MAX
-                                                        : (int64_t)c->recv_cap;
+            f.cap = row_cap(c);
         }
         op_act *a = send_frame(o, (int)i, op, &f);
         if (a == NULL)
@@ -660,7 +667,6 @@ rows_learn(op_out *o, op_op *op, int64_t r, const int64_t *row, int64_t cap, int
             continue; /* local pairs are learnt as their calls arrive (op_arrive) */
         op_rx *rx = &op->rx[PAIR(op, g->lidx[d], r)];
         rx->row = row[d];
-        rx->row_in = 1;
         op_call *c = op->calls[d];
         if (c != NULL && c->discover && !c->finished)
             row_count(o, op, c, r, row[d]);
@@ -931,7 +937,7 @@ op_arrive(op_out *o, op_op *op, op_call *c)
     ready_out(o, op, c);
     take_stash(o, op, c);
     for (size_t s = 0; c->discover && op->rows && s < n && op->status == A2A_OK; s++)
-        if (op->rx[PAIR(op, c->lidx, s)].row_in)
+        if (g->peer[s] >= 0 && op->rw.in[s])
             row_count(o, op, c, (int64_t)s, op->rx[PAIR(op, c->lidx, s)].row);
     for (size_t r = 0; r < n && op->status == A2A_OK; r++) {
         op_call *other = op->calls[r];
@@ -972,11 +978,7 @@ op_arrive(op_out *o, op_op *op, op_call *c)
         pair_start(o, op, (int64_t)r, me);
     }
     if (op->status == A2A_OK)
-        rows_learn(o, op, me, c->counts,
-                   !c->discover                        ? -1
-                   : c->recv_cap > (uint64_t)INT64_MAX ? INT64_MAX
-                                                       : (int64_t)c->recv_cap,
-                   c->dtype);
+        rows_learn(o, op, me, c->counts, row_cap(c), c->dtype);
     disc_place(o, op, c);
 }
 

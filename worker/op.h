@@ -148,9 +148,8 @@ typedef struct {
     uint64_t bytes; /* received so far */
     uint8_t *stash; /* RX_STASHED: the eager bytes (malloc'd) */
     size_t stash_len;
-    int known;  /* discovery: count is s's */
-    int row_in; /* s's READY row came (rows): row is its count to d */
-    int64_t row;
+    int known;   /* discovery: count is s's */
+    int64_t row; /* rows: remote s's count to d, once its READY row came (op_rows.in[s]) */
 } op_rx;
 
 /* What the READY rows told of an operation (op.h, "Count discovery"; groups of at most
