@@ -522,6 +522,57 @@ land(engine *e, op_out *o, const op_act *a)
     op_landed(o, &c->oc, a->s, rv);
 }
 
+/* copy_small copies local pair a->s -> a->d from here, under the lock, when it is at most
+ * ENGINE_COPY_INLINE bytes (then 1): waking the receiving call's thread for it would cost more
+ * than the copy (a sleeping thread takes ~50 us to wake on this kind of VM: PERFORMANCE.md), and
+ * with the copy done here the call can be answered early by the thread that completes it. */
+static int
+copy_small(engine *e, op_out *o, const op_act *a)
+{
+    eng_call *c = EC(a->call);
+    op_op *op = c->oc.op;
+    op_group *g = op->g;
+    eng_call *cs, *cd;
+    size_t ses, des;
+    uint64_t bytes, from, to;
+    uint8_t *src, *dst, *tmp = NULL;
+    eng_map *ms = NULL, *md = NULL;
+    int rv = 0, wr = 0;
+
+    if (op->calls[a->s] == NULL || op->calls[a->d] == NULL)
+        return 0; /* as before: its thread's copy_local */
+    cs = EC(op->calls[a->s]);
+    cd = EC(op->calls[a->d]);
+    ses = cs->oc.esize;
+    des = cd->oc.esize;
+    bytes = (uint64_t)cs->a->counts[a->d] * ses;
+    from = cs->a->send_addr + (uint64_t)cs->a->counts[g->n + a->d] * ses;
+    to = cd->a->recv_addr + (uint64_t)cd->a->counts[3 * g->n + a->s] * des;
+    if (bytes > ENGINE_COPY_INLINE)
+        return 0;
+    if (op->status != A2A_OK || cs->oc.finished || cd->oc.finished)
+        return 1; /* as its thread would: a failed operation copies nothing more */
+    src = bytes > 0 ? shm_get(e, cs->sess, from, bytes, &ms) : NULL;
+    dst = bytes > 0 ? shm_get(e, cd->sess, to, bytes, &md) : NULL;
+    if (bytes == 0)
+        ;
+    else if (src != NULL && dst != NULL)
+        memcpy(dst, src, (size_t)bytes);
+    else if (src != NULL)
+        wr = 1, rv = xfer_write(cd->sess, to, src, (size_t)bytes);
+    else if (dst != NULL)
+        rv = xfer_read(cs->sess, from, dst, (size_t)bytes);
+    else if ((tmp = malloc((size_t)bytes)) == NULL)
+        rv = ENOMEM;
+    else if ((rv = xfer_read(cs->sess, from, tmp, (size_t)bytes)) == 0)
+        wr = 1, rv = xfer_write(cd->sess, to, tmp, (size_t)bytes);
+    free(tmp);
+    shm_put(e, ms);
+    shm_put(e, md);
+    op_copied(o, op, a->s, a->d, rv, wr);
+    return 1;
+}
+
 /* wake wakes c's thread, or answers c from here when every pair is done and nothing touches
  * its job's memory (the early answer). */
 static void
@@ -555,6 +606,8 @@ engine_run(engine *e, op_out *o)
                 op_fail(o, a.op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "out of memory");
             break;
         case OPA_COPY:
+            if (copy_small(e, o, &a))
+                break;
             c->todo[c->ntodo++] = (eng_pair){a.s, a.d};
             pthread_cond_broadcast(&c->cv);
             break;

@@ -26,8 +26,10 @@
 #include "common/wire.h"
 #include "server/secure.h"
 
-#define ENGINE_CHUNK (1u << 20)  /* bytes per DATA frame */
-#define ENGINE_HEARTBEAT_MS 500  /* an idle link sends a heartbeat this often */
+#define ENGINE_CHUNK (1u << 20) /* bytes per DATA frame */
+#define ENGINE_COPY_INLINE \
+    16384                       /* a local pair this small is copied by the thread that starts it */
+#define ENGINE_HEARTBEAT_MS 500 /* an idle link sends a heartbeat this often */
 #define ENGINE_LINK_DEAD_MS 3000 /* a link silent this long is dead */
 #define ENGINE_DIAL_MS 2000      /* how long to try to reach a peer */
 #define ENGINE_DEFAULT_TIMEOUT_MS 60000

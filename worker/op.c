@@ -500,15 +500,17 @@ row_cap(const op_call *c)
     return c->recv_cap > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)c->recv_cap;
 }
 
-/* readys sends READY for c to the worker of every remote source: the counts c expects, or
- * (placed, count discovery) the counts its sources announced: the go for an announced slice,
- * the confirmation for an eager one. Stops when op fails. */
+/* readys sends READY for c to the worker of every remote source (only: all), or to worker only:
+ * the counts c expects, or (placed, count discovery) the counts its sources announced: the go
+ * for an announced slice, the confirmation for an eager one. Stops when op fails. */
 static void
-readys(op_out *o, op_op *op, op_call *c, int placed)
+readys(op_out *o, op_op *op, op_call *c, int placed, int only)
 {
     op_group *g = op->g;
     for (size_t i = 0; i < g->env->nworkers && op->status == A2A_OK; i++) {
         size_t k = 0;
+        if (only >= 0 && (int)i != only)
+            continue;
         for (size_t s = 0; s < g->n; s++)
             k += g->peer[s] == (int)i;
         if (k == 0)
@@ -548,7 +550,31 @@ readys(op_out *o, op_op *op, op_call *c, int placed)
 static void
 disc_go(op_out *o, op_op *op, op_call *c)
 {
-    readys(o, op, c, 1);
+    readys(o, op, c, 1, -1);
+}
+
+/* rows_go: with rows, placed discovering call c sends its go to worker w only once every source
+ * on w has sent its SLICE (each does: eager at its arrival, or the count alone in answer to
+ * c's first READY) and one of them announced its slice; eager pairs to a discoverer complete
+ * at their senders by the rows (rows_judge), so a worker of eager sources only needs no go. */
+static void
+rows_go(op_out *o, op_op *op, op_call *c, int w)
+{
+    const op_group *g = op->g;
+    int announced = 0;
+
+    if (!c->placed || op->status != A2A_OK || w < 0)
+        return;
+    for (size_t s = 0; s < g->n; s++) {
+        const op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+        if (g->peer[s] != w)
+            continue;
+        if (rx->state == RX_WAIT)
+            return; /* its SLICE is to come: the go waits for it */
+        announced |= rx->announced;
+    }
+    if (announced)
+        readys(o, op, c, 1, w);
 }
 
 /*
@@ -584,7 +610,10 @@ disc_place(op_out *o, op_op *op, op_call *c)
         at += (uint64_t)rx->count;
     }
     c->placed = 1;
-    disc_go(o, op, c);
+    if (!op->rows)
+        disc_go(o, op, c);
+    for (size_t i = 0; op->rows && i < g->env->nworkers; i++)
+        rows_go(o, op, c, (int)i);
     for (size_t s = 0; s < n && op->status == A2A_OK; s++) {
         op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
         if (g->peer[s] < 0) {
@@ -704,12 +733,17 @@ disc_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, frame *f)
         f->payload_len = 0;
         if (c->placed) {
             disc_land(o, op, c, f->src);
+            if (op->rows)
+                rows_go(o, op, c, op->g->peer[f->src]);
             return;
         }
     } else {
         rx->state = RX_COUNTED;
+        rx->announced = 1;
     }
     disc_learn(op, c, f->src, f->count);
+    if (c->placed && op->rows)
+        rows_go(o, op, c, op->g->peer[f->src]); /* placed by the rows before this SLICE */
     disc_place(o, op, c);
 }
 
@@ -877,7 +911,7 @@ op_landed(op_out *o, op_call *c, int64_t s, int rv)
 static void
 ready_out(op_out *o, op_op *op, op_call *c)
 {
-    readys(o, op, c, 0);
+    readys(o, op, c, 0, -1);
 }
 
 /* take_stash lands the eager slices that came for c before it. */

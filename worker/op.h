@@ -148,8 +148,9 @@ typedef struct {
     uint64_t bytes; /* received so far */
     uint8_t *stash; /* RX_STASHED: the eager bytes (malloc'd) */
     size_t stash_len;
-    int known;   /* discovery: count is s's */
-    int64_t row; /* rows: remote s's count to d, once its READY row came (op_rows.in[s]) */
+    int known;     /* discovery: count is s's */
+    int announced; /* discovery: s's SLICE gave the count alone (streamed after our go) */
+    int64_t row;   /* rows: remote s's count to d, once its READY row came (op_rows.in[s]) */
 } op_rx;
 
 /* What the READY rows told of an operation (op.h, "Count discovery"; groups of at most
