@@ -553,15 +553,18 @@ disc_go(op_out *o, op_op *op, op_call *c)
     readys(o, op, c, 1, -1);
 }
 
-/* rows_go: with rows, placed discovering call c sends its go to worker w only once every source
- * on w has sent its SLICE (each does: eager at its arrival, or the count alone in answer to
- * c's first READY) and one of them announced its slice; eager pairs to a discoverer complete
- * at their senders by the rows (rows_judge), so a worker of eager sources only needs no go. */
+/* rows_go: with rows, placed discovering call c sends its go to worker w when a source there
+ * streams: at once (placed) when the row says that a slice from there is over the eager limit,
+ * else (a source whose eager read failed streams too) once every source on w has sent its
+ * SLICE (each does: eager at its arrival, or the count alone in answer to c's first READY) and
+ * one announced its slice. Eager pairs to a discoverer complete at their senders by the rows
+ * (rows_judge), so a worker whose slices to c were all eager gets no go. */
 static void
-rows_go(op_out *o, op_op *op, op_call *c, int w)
+rows_go(op_out *o, op_op *op, op_call *c, int w, int placed)
 {
     const op_group *g = op->g;
-    int announced = 0;
+    uint64_t emax = op_eager_max(g->n);
+    int announced = 0, waiting = 0, big = 0;
 
     if (!c->placed || op->status != A2A_OK || w < 0)
         return;
@@ -569,11 +572,11 @@ rows_go(op_out *o, op_op *op, op_call *c, int w)
         const op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
         if (g->peer[s] != w)
             continue;
-        if (rx->state == RX_WAIT)
-            return; /* its SLICE is to come: the go waits for it */
+        big |= (uint64_t)rx->count > emax / c->esize;
+        waiting |= rx->state == RX_WAIT;
         announced |= rx->announced;
     }
-    if (announced)
+    if (big ? placed : !waiting && announced) /* once: at placement, or at the last SLICE */
         readys(o, op, c, 1, w);
 }
 
@@ -613,7 +616,7 @@ disc_place(op_out *o, op_op *op, op_call *c)
     if (!op->rows)
         disc_go(o, op, c);
     for (size_t i = 0; op->rows && i < g->env->nworkers; i++)
-        rows_go(o, op, c, (int)i);
+        rows_go(o, op, c, (int)i, 1);
     for (size_t s = 0; s < n && op->status == A2A_OK; s++) {
         op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
         if (g->peer[s] < 0) {
@@ -734,7 +737,7 @@ disc_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, frame *f)
         if (c->placed) {
             disc_land(o, op, c, f->src);
             if (op->rows)
-                rows_go(o, op, c, op->g->peer[f->src]);
+                rows_go(o, op, c, op->g->peer[f->src], 0);
             return;
         }
     } else {
@@ -743,7 +746,7 @@ disc_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, frame *f)
     }
     disc_learn(op, c, f->src, f->count);
     if (c->placed && op->rows)
-        rows_go(o, op, c, op->g->peer[f->src]); /* placed by the rows before this SLICE */
+        rows_go(o, op, c, op->g->peer[f->src], 0); /* placed by the rows before this SLICE */
     disc_place(o, op, c);
 }
 
