@@ -23,7 +23,8 @@ import numpy as np
 from ._errors import (AlreadyExistsError, CountMismatchError, DeadlineExceededError, Error,
                       InternalError, InvalidArgumentError, NotFoundError, PermissionDeniedError,
                       ResourceExhaustedError, Status, UnavailableError)
-from ._job import GROUP_NAME_MAX, WORLD_GROUP, Counts, DType, Job, Work, close_default, current
+from ._job import (DISCOVER, GROUP_NAME_MAX, WORLD_GROUP, Counts, DType, Job, Work, close_default,
+                   current)
 from ._dtypes import NAMES as DTYPES
 
 __version__ = "0.1.0"
@@ -35,6 +36,7 @@ __all__ = [
     "Error", "Status", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
     "PermissionDeniedError", "CountMismatchError", "DeadlineExceededError", "UnavailableError",
     "ResourceExhaustedError", "InternalError", "WORLD_GROUP", "GROUP_NAME_MAX", "DTYPES",
+    "DISCOVER",
 ]
 
 atexit.register(close_default)
@@ -63,9 +65,14 @@ def all_to_all_v(send_data: Any, send_counts: Counts, send_displacements: Counts
 
     Beyond the seed's call:
 
-    - ``recv_counts=None`` discovers the receive counts (every rank of the group must then
-      omit them in the same call) and returns ``(data, recv_counts)``; without
-      ``recv_displacements`` the slices are packed in rank order.
+    - ``recv_counts=a2a.DISCOVER`` with ``out=`` (on every rank of the call): liba2a
+      discovers the receive counts in the data's own operation, the slices packed in rank
+      order in ``out`` (its length is the capacity: too small on any rank fails the call on
+      every rank with ``ResourceExhaustedError``); returns ``(out, recv_counts)``.
+    - ``recv_counts=None`` discovers the receive counts with an exchange of the counts first
+      (every rank of the group must then omit them in the same call) and returns
+      ``(data, recv_counts)``; without ``recv_displacements`` the slices are packed in rank
+      order.
     - ``recv_displacements=None`` with ``recv_counts`` given: packed in rank order.
     - ``dtype``: one of ``a2a.DTYPES`` (a name, numpy or torch dtype) when it is not
       ``send_data``'s own, e.g. ``dtype="bfloat16"`` over uint16 numpy data; another type of

@@ -309,7 +309,10 @@ core_fail(core_job *self, a2a_status st, const char *msg)
 
 /* all_to_all_v(group, dtype, send, send_nbytes, send_counts, send_displacements,
  *              recv, recv_nbytes, recv_counts, recv_displacements, timeout_ms, group_size):
- * each of the four arrays must have group_size elements (liba2a reads that many). */
+ * each of the four arrays must have group_size elements (liba2a reads that many). With
+ * recv_counts and recv_displacements both None, liba2a discovers the counts (the slices land
+ * packed in rank order from element 0 of recv, whose length is the capacity) and the call
+ * returns them as a list of ints; else it returns None. */
 static PyObject *
 core_job_a2av_run(core_job *self, PyObject *const *argv, Py_ssize_t argc, int dry)
 {
@@ -344,10 +347,13 @@ core_job_a2av_run(core_job *self, PyObject *const *argv, Py_ssize_t argc, int dr
     Py_ssize_t gsize = PyLong_AsSsize_t(argv[11]);
     if (PyErr_Occurred())
         return NULL;
-    for (nc = 0; nc < 4; nc++)
+    int discover = argv[8] == Py_None && argv[9] == Py_None;
+    if (gsize < 0 || (discover && (size_t)gsize > SIZE_MAX / sizeof(int64_t)))
+        return core_invalid("group_size %zd is out of range", gsize);
+    for (nc = 0; nc < (discover ? 2 : 4); nc++)
         if (core_i64_get(&c[nc], argv[nc < 2 ? 4 + nc : 6 + nc], cnames[nc]) != 0)
             goto out;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < nc; i++)
         if (c[i].n != gsize) {
             core_invalid("%s has %zd elements, but group \"%s\" has %zd ranks (one element per "
                          "group rank)",
@@ -375,22 +381,40 @@ core_job_a2av_run(core_job *self, PyObject *const *argv, Py_ssize_t argc, int dr
     a.send_displacements = c[1].v;
     a.recv_data = rd.ptr;
     a.recv_len = rd.bytes / esize;
-    a.recv_counts = c[2].v;
-    a.recv_displacements = c[3].v;
+    a.recv_counts = discover ? NULL : c[2].v;
+    a.recv_displacements = discover ? NULL : c[3].v;
     a.timeout_ms = timeout;
     if (dry) {
         ret = Py_NewRef(Py_None);
         goto data_out;
     }
+    int64_t *got = NULL;
+    if (discover && (got = PyMem_Calloc(gsize > 0 ? (size_t)gsize : 1, sizeof(int64_t))) == NULL) {
+        PyErr_NoMemory();
+        goto data_out;
+    }
+    a.recv_counts_out = got;
     Py_BEGIN_ALLOW_THREADS;
     st = a2a_all_to_all_v(self->job, &a);
     if (st != A2A_OK)
         snprintf(msg, sizeof(msg), "%s", a2a_job_error(self->job));
     Py_END_ALLOW_THREADS;
-    if (st != A2A_OK)
+    if (st != A2A_OK) {
         core_fail(self, st, msg);
-    else
+    } else if (discover) {
+        if ((ret = PyList_New(gsize)) != NULL)
+            for (Py_ssize_t i = 0; i < gsize; i++) {
+                PyObject *x = PyLong_FromLongLong((long long)got[i]);
+                if (x == NULL) {
+                    Py_CLEAR(ret);
+                    break;
+                }
+                PyList_SET_ITEM(ret, i, x);
+            }
+    } else {
         ret = Py_NewRef(Py_None);
+    }
+    PyMem_Free(got);
 data_out:
     core_data_fini(&sd);
     core_data_fini(&rd);

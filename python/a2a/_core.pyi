@@ -16,7 +16,7 @@ class Job:
     def all_to_all_v(self, group: Optional[str], dtype: int, send: Any, send_nbytes: int,
                      send_counts: Any, send_displacements: Any, recv: Any, recv_nbytes: int,
                      recv_counts: Any, recv_displacements: Any, timeout_ms: int,
-                     group_size: int) -> None: ...
+                     group_size: int) -> Optional[List[int]]: ...
     def dry_run(self, group: Optional[str], dtype: int, send: Any, send_nbytes: int,
                 send_counts: Any, send_displacements: Any, recv: Any, recv_nbytes: int,
                 recv_counts: Any, recv_displacements: Any, timeout_ms: int,

@@ -15,6 +15,21 @@ from . import _core, _dtypes
 from ._errors import Error, InvalidArgumentError, UnavailableError
 
 WORLD_GROUP = "hccl_world_group"
+
+
+class _Discover:
+    """The type of a2a.DISCOVER (one instance)."""
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "a2a.DISCOVER"
+
+
+DISCOVER = _Discover()
+"""recv_counts=a2a.DISCOVER (with out=, on every rank of the call): liba2a discovers the receive
+counts in the data's own operation, the slices packed in rank order in out; returns
+(out, recv_counts). recv_counts=None also discovers, with an exchange of the counts first,
+and sizes the result itself."""
 GROUP_NAME_MAX = _core.GROUP_NAME_MAX
 
 Counts = Union[Sequence[int], np.ndarray, Any]  # sequences of ints, int64 arrays, torch tensors
@@ -373,6 +388,13 @@ class Job:
             v = self._vecs[n] = (np.ones(n, dtype=np.int64), np.arange(n, dtype=np.int64))
         return v
 
+    def _discover_into(self, c: Any, group: str, code: int, sobj: Any, snb: int, sc: np.ndarray,
+                       sd: Any, robj: Any, rnb: int, timeout_ms: int, n: int) -> np.ndarray:
+        """recv_counts=a2a.DISCOVER: liba2a's own count discovery, one operation (the counts
+        travel with the data), the slices packed in rank order in out (its capacity)."""
+        return np.array(c.all_to_all_v(group, code, sobj, snb, sc, sd, robj, rnb, None, None,
+                                       timeout_ms, n), dtype=np.int64)
+
     def _exchange_counts(self, group: str, send_counts: np.ndarray, n: int,
                          timeout_ms: int) -> np.ndarray:
         """Count discovery: every rank tells rank j its send_counts[j] in an all_to_all_v of
@@ -405,8 +427,13 @@ class Job:
         if out is not None:
             _, okind = _dtypes.of(out, code, "out")
             robj, rnb = _data(out, okind, True, "out")
-        discover = recv_counts is None
+        inline = recv_counts is DISCOVER
+        discover = recv_counts is None or inline
         rc = rd = None
+        if inline and (out is None or recv_displacements is not None):
+            raise InvalidArgumentError(
+                "recv_counts=a2a.DISCOVER needs out= (its length is the capacity) and no "
+                "recv_displacements (the slices land packed in rank order)")
         if discover:
             # everything the data call would refuse, refused before the counts go out
             sc = _as_i64(sc, "send_counts")
@@ -442,14 +469,19 @@ class Job:
         def run() -> Any:
             nonlocal rc, rd, out, robj, rnb
             try:
-                if discover:
+                if inline:
+                    rc = self._discover_into(c, group, code, sobj, snb, sc, sd, robj, rnb,
+                                             timeout_ms, n)
+                elif discover:
                     rc = self._exchange_counts(group, sc, n, timeout_ms)
                     if rd is None:
                         rd = _packed(rc)
                     if out is None:
                         out = _alloc(kind, code, _core.recv_extent(rc, rd), send_data)
                         robj, rnb = _data(out, kind, True, "out")
-                c.all_to_all_v(group, code, sobj, snb, sc, sd, robj, rnb, rc, rd, timeout_ms, n)
+                if not inline:
+                    c.all_to_all_v(group, code, sobj, snb, sc, sd, robj, rnb, rc, rd, timeout_ms,
+                                   n)
             except Error:
                 self._sizes.pop(group, None)  # the group may have changed: ask again next time
                 raise
@@ -490,7 +522,8 @@ class Job:
         # the fast path: a numpy array, counts given, a known group, nothing pending. _core
         # checks the rest (contiguity, counts, lengths) before anything is sent.
         if (type(send_data) is np.ndarray and recv_displacements is not None and dtype is None
-                and recv_counts is not None and (not self._lanes or not self._busy(group))):
+                and recv_counts is not None and recv_counts is not DISCOVER
+                and (not self._lanes or not self._busy(group))):
             code = _NP_CODE.get(send_data.dtype)
             n = self._sizes.get(group)  # type: ignore[arg-type]
             if code is not None and n is not None and (

@@ -40,6 +40,13 @@ def test_numpy_random(dtype, size, rank):
     lay.rd = np.concatenate([[0], np.cumsum(lay.rc)[:-1]]).astype(np.int64)
     assert len(got) == int(lay.rc.sum())
     lay.check(np_values(got, dtype))
+    # liba2a's own discovery (one operation) into out, 3 elements of room to spare, poisoned
+    total = int(lay.rc.sum())
+    out = np.full(total + 3, 77, dtype=send.dtype)
+    got, rc = a2a.all_to_all_v(send, lay.sc, lay.sd, a2a.DISCOVER, out=out, **kw)
+    assert got is out and rc.dtype == np.int64 and rc.tolist() == lay.rc.tolist()
+    lay.check(np_values(got[:total], dtype))
+    assert (out[total:] == 77).all()  # nothing past what came
 
 
 def torch_dtype(dtype: str):
@@ -63,6 +70,11 @@ def test_torch_random(dtype, size, rank):
     got, rc = a2a.all_to_all_v(send, torch.from_numpy(lay.sc), torch.from_numpy(lay.sd), **kw)
     assert isinstance(rc, torch.Tensor) and rc.tolist() == lay.rc.tolist()
     lay.rd = np.concatenate([[0], np.cumsum(lay.rc)[:-1]]).astype(np.int64)
+    lay.check(got.to(torch.int64).numpy())
+    # liba2a's own discovery into a tensor of exactly the room needed
+    out = torch.empty(int(lay.rc.sum()), dtype=tdt)
+    got, rc = a2a.all_to_all_v(send, lay.sc, lay.sd, a2a.DISCOVER, out=out, **kw)
+    assert got is out and isinstance(rc, torch.Tensor) and rc.tolist() == lay.rc.tolist()
     lay.check(got.to(torch.int64).numpy())
 
 

@@ -39,6 +39,26 @@ def test_lengths(size):
     sync()
 
 
+def test_discover_too_small(size, rank):
+    """recv_counts=a2a.DISCOVER with out one element short on the last rank: every rank gets
+    RESOURCE_EXHAUSTED naming that rank, nothing is written past its out, the next call works."""
+    s, sc, sd, rc, rd = args(size)
+    refused(a2a.InvalidArgumentError, "needs out=", s, sc, sd, a2a.DISCOVER)
+    refused(a2a.InvalidArgumentError, "needs out=", s, sc, sd, a2a.DISCOVER, rd,
+            out=np.zeros(size, dtype=np.float32))
+    short = rank == size - 1
+    room = np.full(size + 1, -1, dtype=np.float32)  # out is room[:size - short]
+    out = room[:size - 1] if short else room[:size]
+    e = refused(a2a.ResourceExhaustedError,
+                rf"group rank {size - 1} .* needs {size} float32 elements .* holds {size - 1}",
+                s, sc, sd, a2a.DISCOVER, out=out)
+    assert e.status == a2a.Status.RESOURCE_EXHAUSTED
+    assert room[size - 1 if short else size] == -1  # nothing past its out
+    got, counts = a2a.all_to_all_v(s, sc, sd, a2a.DISCOVER, out=np.zeros(size, np.float32))
+    assert counts.tolist() == [1] * size and got.tolist() == [float(rank)] * size
+    sync()
+
+
 def test_negative_and_types(size):
     for i, name in enumerate(["send_counts", "send_displacements", "recv_counts",
                               "recv_displacements"]):
