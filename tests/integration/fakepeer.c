@@ -184,6 +184,10 @@ static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static frame readies[MAX_READY];
 static int nready;
+/* WHEREs the real worker asked (a new job's first call: where is the group?), answered by the
+ * main thread on our link (answer_wheres): HERE, as a worker that knows no number of it */
+static frame wheres[MAX_READY];
+static int nwhere;
 static int quiet; /* flood: do not print every frame */
 
 static const char *
@@ -229,6 +233,8 @@ reader_thread(void *arg)
         if (f.type == FRAME_READY && nready < MAX_READY) {
             readies[nready++] = f; /* keeps srcs and counts */
             pthread_cond_broadcast(&cv);
+        } else if (f.type == FRAME_WHERE && nwhere < MAX_READY) {
+            wheres[nwhere++] = f;
         } else {
             frame_fini(&f);
         }
@@ -316,6 +322,25 @@ hold(conn *c, int64_t ms)
     }
 }
 
+/* answer_wheres answers every WHERE that came with HERE on c: count -1 (we know no number of
+ * that group: the asking call takes its own) and no bits; under mtx. 0, or -1: c broke. */
+static int
+answer_wheres(conn *c)
+{
+    int rv = 0;
+    for (int i = 0; i < nwhere; i++) {
+        frame h = {.type = FRAME_HERE, .id = wheres[i].id, .dst = wheres[i].dst, .count = -1};
+        if (rv == 0 && send_frame(c, &h, 0) != 0)
+            rv = -1;
+        if (rv == 0)
+            say("answered WHERE %s op %" PRIu64 " with HERE -1", wheres[i].id.group,
+                wheres[i].id.op);
+        frame_fini(&wheres[i]);
+    }
+    nwhere = 0;
+    return rv;
+}
+
 /* ---- trickle ---- */
 
 static int
@@ -343,12 +368,17 @@ mode_trickle(const char *name, const char *own, const char *peer, int64_t second
         }
         if (pick >= 0 || now_ms() > deadline)
             break;
+        if (answer_wheres(&c) != 0) {
+            pthread_mutex_unlock(&mtx);
+            say("the link to the worker broke answering WHERE");
+            return 1;
+        }
         pthread_mutex_unlock(&mtx);
         if (send_heartbeat(&c) != 0) {
             say("the link to the worker broke before any READY");
             return 1;
         }
-        nng_msleep(200);
+        nng_msleep(20);
         pthread_mutex_lock(&mtx);
     }
     pthread_mutex_unlock(&mtx);

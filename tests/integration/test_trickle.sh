@@ -89,6 +89,16 @@ one_run() {
     sed 's/^/    /' "$dir/fake.$label.log"
     echo "---- $label: the job"
     sed 's/^/    /' "$dir/victim.$label.log"
+    # the point of the test: the fake got to trickling (before, a first call's WHERE went
+    # unanswered, the call failed asking, and nothing trickled: a test that could not fail)
+    if ! grep -q "now its payload over" "$dir/fake.$label.log"; then
+        echo "$label: FAIL: the fake peer never trickled a slice (no READY came to it)"
+        bad=1
+    elif ! grep -q "waiting for group rank(s) none (all arrived; data still in flight)" \
+        "$dir/victim.$label.log"; then
+        echo "$label: FAIL: the call did not fail waiting for the trickling data"
+        bad=1
+    fi
     if ((vst != 0)); then
         echo "$label: FAIL: the job exited with $vst: $(grep -h "FAIL" "$dir/victim.$label.log" | tr '\n' ' ')"
         bad=1
