@@ -256,9 +256,13 @@ check() {
     for r in "${RANKS[@]}"; do
         [ -n "${down[$r]:-}" ] && continue
         line=$(tail -n 1 "$dir/rank.$r.log" 2>/dev/null)
+        # a line being written is not read: it may be torn ("start=179630271" of a
+        # 13-digit time read mid-write made a false hang of a call that returned at once)
+        [ "$(tail -c 1 "$dir/rank.$r.log" 2>/dev/null | wc -l)" -eq 1 ] || line=""
         case $line in
         "rank $r round "*" begin start="*)
             t=${line##*start=}
+            [[ $t =~ ^[0-9]{13}$ ]] || t=$now
             if ((now - t > TMO + HANG)) && [ "${hung[$r]:-}" != "$line" ]; then
                 hung[$r]=$line
                 hangs=$((hangs + 1))
