@@ -522,6 +522,18 @@ land(engine *e, op_out *o, const op_act *a)
     op_landed(o, &c->oc, a->s, rv);
 }
 
+/* pair_span: local pair s -> d's length in bytes, where it is read in s's job and written in
+ * d's (both calls here). */
+static void
+pair_span(const op_op *op, int64_t s, int64_t d, uint64_t *bytes, uint64_t *from, uint64_t *to)
+{
+    const eng_call *cs = EC(op->calls[s]), *cd = EC(op->calls[d]);
+    size_t n = op->g->n, ses = cs->oc.esize, des = cd->oc.esize;
+    *bytes = (uint64_t)cs->a->counts[d] * ses;
+    *from = cs->a->send_addr + (uint64_t)cs->a->counts[n + d] * ses;
+    *to = cd->a->recv_addr + (uint64_t)cd->a->counts[3 * n + s] * des;
+}
+
 /* copy_small copies local pair a->s -> a->d from here, under the lock, when it is at most
  * ENGINE_COPY_INLINE bytes (then 1): waking the receiving call's thread for it would cost more
  * than the copy (a sleeping thread takes ~50 us to wake on this kind of VM: PERFORMANCE.md), and
@@ -529,11 +541,8 @@ land(engine *e, op_out *o, const op_act *a)
 static int
 copy_small(engine *e, op_out *o, const op_act *a)
 {
-    eng_call *c = EC(a->call);
-    op_op *op = c->oc.op;
-    op_group *g = op->g;
+    op_op *op = EC(a->call)->oc.op;
     eng_call *cs, *cd;
-    size_t ses, des;
     uint64_t bytes, from, to;
     uint8_t *src, *dst, *tmp = NULL;
     eng_map *ms = NULL, *md = NULL;
@@ -543,11 +552,7 @@ copy_small(engine *e, op_out *o, const op_act *a)
         return 0; /* as before: its thread's copy_local */
     cs = EC(op->calls[a->s]);
     cd = EC(op->calls[a->d]);
-    ses = cs->oc.esize;
-    des = cd->oc.esize;
-    bytes = (uint64_t)cs->a->counts[a->d] * ses;
-    from = cs->a->send_addr + (uint64_t)cs->a->counts[g->n + a->d] * ses;
-    to = cd->a->recv_addr + (uint64_t)cd->a->counts[3 * g->n + a->s] * des;
+    pair_span(op, a->s, a->d, &bytes, &from, &to);
     if (bytes > ENGINE_COPY_INLINE)
         return 0;
     if (op->status != A2A_OK || cs->oc.finished || cd->oc.finished)
@@ -707,18 +712,16 @@ engine_peer_lost(engine *e, eng_peer *p, const char *why)
 static void
 copy_local(engine *e, op_op *op, eng_pair p, uint8_t **buf)
 {
-    op_group *g = op->g;
     eng_call *cs = EC(op->calls[p.s]), *cd = EC(op->calls[p.d]);
-    size_t ses = cs->oc.esize, des = cd->oc.esize;
-    uint64_t bytes = (uint64_t)cs->a->counts[p.d] * ses, done = 0;
-    uint64_t from = cs->a->send_addr + (uint64_t)cs->a->counts[g->n + p.d] * ses;
-    uint64_t to = cd->a->recv_addr + (uint64_t)cd->a->counts[3 * g->n + p.s] * des;
+    uint64_t bytes, from, to, done = 0;
     int rv = 0, wr = 0;
     eng_map *ms = NULL, *md = NULL;
-    uint8_t *src = bytes > 0 ? shm_get(e, cs->sess, from, bytes, &ms) : NULL;
-    uint8_t *dst = bytes > 0 ? shm_get(e, cd->sess, to, bytes, &md) : NULL;
+    uint8_t *src, *dst;
     op_out o;
 
+    pair_span(op, p.s, p.d, &bytes, &from, &to);
+    src = bytes > 0 ? shm_get(e, cs->sess, from, bytes, &ms) : NULL;
+    dst = bytes > 0 ? shm_get(e, cd->sess, to, bytes, &md) : NULL;
     cs->pins++;
     cd->pins++;
     pthread_mutex_unlock(&e->mtx);
