@@ -72,12 +72,15 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
     switch (f->type) {
     case FRAME_HELLO:
-        r = msgpack_pack_array(&pk, 5) || msgpack_pack_int(&pk, f->type) ||
+        /* version 1 had no version field (5 fields): a test speaks it to check the refusal */
+        r = msgpack_pack_array(&pk, f->version == 1 ? 5 : 6) || msgpack_pack_int(&pk, f->type) ||
             pack_str(&pk, f->worker) || msgpack_pack_uint64(&pk, f->incarnation) ||
             msgpack_pack_bin(&pk, f->has_mac ? AUTH_MAC_LEN : 0) ||
             (f->has_mac && msgpack_pack_bin_body(&pk, f->mac, AUTH_MAC_LEN)) ||
             msgpack_pack_bin(&pk, f->has_nonce ? AUTH_NONCE_LEN : 0) ||
-            (f->has_nonce && msgpack_pack_bin_body(&pk, f->nonce, AUTH_NONCE_LEN));
+            (f->has_nonce && msgpack_pack_bin_body(&pk, f->nonce, AUTH_NONCE_LEN)) ||
+            (f->version != 1 &&
+             msgpack_pack_uint32(&pk, f->version ? f->version : FRAME_LINK_VERSION));
         break;
     case FRAME_WELCOME:
         r = msgpack_pack_array(&pk, 2) || msgpack_pack_int(&pk, f->type) ||
@@ -125,6 +128,12 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
         r = msgpack_pack_array(&pk, 6) || msgpack_pack_int(&pk, f->type) ||
             pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->count) ||
             msgpack_pack_int(&pk, f->idle);
+        break;
+    case FRAME_PROBE:
+    case FRAME_ALIVE:
+        r = msgpack_pack_array(&pk, 6) || msgpack_pack_int(&pk, f->type) ||
+            pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->src) ||
+            msgpack_pack_int64(&pk, f->dst);
         break;
     case FRAME_ABORT:
         r = msgpack_pack_array(&pk, 7) || msgpack_pack_int(&pk, f->type) ||
@@ -245,15 +254,33 @@ auth_field(uint8_t *out, size_t len, int *has, const msgpack_object *o, const ch
     return 0;
 }
 
+/* hello_version reads HELLO's version (absent: 1, before it had the field); a version it does
+ * not speak is the handshake's to refuse, naming it, so any number of 1 or more decodes. */
+static int
+hello_version(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t errlen)
+{
+    uint64_t v;
+    f->version = 1;
+    if (n < 6)
+        return 0;
+    if (wire_u64(&v, &a[5], "version", err, errlen) != 0)
+        return -1;
+    if (v == 0 || v > UINT32_MAX)
+        return msg_fail(err, errlen, "link protocol version %llu", (unsigned long long)v);
+    f->version = (uint32_t)v;
+    return 0;
+}
+
 static int
 body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t errlen)
 {
     int32_t st = 0;
     static const uint32_t fields[] = {
-        [FRAME_HELLO] = 5, [FRAME_READY] = 8,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
+        [FRAME_HELLO] = 6, [FRAME_READY] = 8,     [FRAME_SLICE] = 10,    [FRAME_DATA] = 7,
         [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2,
-        [FRAME_WHERE] = 5, [FRAME_HERE] = 6};
-    if (n != fields[f->type] && !(f->type == FRAME_READY && n == 10))
+        [FRAME_WHERE] = 5, [FRAME_HERE] = 6,      [FRAME_PROBE] = 6,     [FRAME_ALIVE] = 6};
+    if (n != fields[f->type] && !(f->type == FRAME_READY && n == 10) &&
+        !(f->type == FRAME_HELLO && n == 5))
         return msg_fail(err, errlen, "frame type %d with %u fields", f->type, n);
     switch (f->type) {
     case FRAME_HELLO:
@@ -261,7 +288,8 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
                        wire_u64(&f->incarnation, &a[2], "incarnation", err, errlen) ||
                        auth_field(f->mac, AUTH_MAC_LEN, &f->has_mac, &a[3], "proof", err, errlen) ||
                        auth_field(f->nonce, AUTH_NONCE_LEN, &f->has_nonce, &a[4], "nonce", err,
-                                  errlen)
+                                  errlen) ||
+                       hello_version(f, a, n, err, errlen)
                    ? -1
                    : 0;
     case FRAME_WELCOME: return auth_field(f->mac, AUTH_MAC_LEN, NULL, &a[1], "proof", err, errlen);
@@ -292,6 +320,13 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
     case FRAME_WHERE:
         return opid_decode(&f->id, &a[1], err, errlen) ||
                        rank_field(&f->dst, &a[4], "dst", err, errlen)
+                   ? -1
+                   : 0;
+    case FRAME_PROBE:
+    case FRAME_ALIVE:
+        return opid_decode(&f->id, &a[1], err, errlen) ||
+                       rank_field(&f->src, &a[4], "src", err, errlen) ||
+                       rank_field(&f->dst, &a[5], "dst", err, errlen)
                    ? -1
                    : 0;
     case FRAME_HERE:

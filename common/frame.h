@@ -65,8 +65,16 @@ typedef enum {
                           * it failed; bit 1, the asking rank's frames came there before; bit 2,
                           * a rank there is in that operation right now; bit 3, the asking
                           * rank joined the group there (not in the epoch before) */
+    FRAME_PROBE = 11,    /* is group rank src still in this operation? asked by dst's worker
+                          * after dst's READY, when dst's call came close to src's expiry */
+    FRAME_ALIVE = 12,    /* the answer: src's call was in the operation (or completed it) when
+                          * the PROBE came; a failed operation answers ABORT instead */
 } frame_type;
-#define FRAME_TYPE_MAX FRAME_HERE
+#define FRAME_TYPE_MAX FRAME_ALIVE
+
+/* The version of the link protocol, in HELLO: a listener refuses a dialer of another version,
+ * naming both (HELLO without the field: version 1, before PROBE and ALIVE). */
+#define FRAME_LINK_VERSION 2
 
 /* The label of a link's proofs: HMAC(secret, label || nonce || worker || incarnation). The
  * dialer proves the token for the CHALLENGE nonce, as itself; the listener for the HELLO nonce,
@@ -87,12 +95,13 @@ typedef struct {
     /* HELLO */
     char worker[CFG_WORKER_NAME_MAX + 1];
     uint64_t incarnation;
+    uint32_t version;              /* HELLO: its link protocol (FRAME_LINK_VERSION) */
     int has_mac;                   /* HELLO: a proof of the token follows */
     uint8_t mac[AUTH_MAC_LEN];     /* HELLO, WELCOME */
     int has_nonce;                 /* HELLO: a nonce for the listener's proof follows */
     uint8_t nonce[AUTH_NONCE_LEN]; /* CHALLENGE, HELLO */
     /* READY: dst expects counts[i] elements from group rank srcs[i] */
-    int64_t src, dst;                /* SLICE, DATA: group ranks; READY: dst */
+    int64_t src, dst;                /* SLICE, DATA, PROBE, ALIVE: group ranks; READY: dst */
     int32_t dtype;                   /* READY, SLICE */
     size_t n;                        /* READY */
     int64_t *srcs;                   /* READY, malloc'd */
@@ -107,7 +116,8 @@ typedef struct {
                                         bound); a call that arrives later than that (expire)
                                         meets an operation the sender has failed for sure */
     int64_t expire;                  /* READY received: the local ms past which (engine_frame:
-                                        receipt + ttl; 0: none). Not on the wire */
+                                        receipt + ttl; 0: none); PROBE received: the local ms it
+                                        came (0: not told). Not on the wire */
     a2a_status status;               /* SLICE, ABORT */
     uint64_t offset;                 /* DATA: byte offset in the slice */
     uint64_t resync;                 /* ABORT: 0, or the lowest number the next calls may take */

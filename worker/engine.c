@@ -629,6 +629,8 @@ engine_frame(engine *e, eng_peer *p, frame *f)
 {
     if (f->type == FRAME_READY && f->ttl > 0) /* when the sender's call has failed for sure */
         f->expire = rpc_now_ms() + f->ttl;
+    if (f->type == FRAME_PROBE) /* when it came: a call it asks about may be past its deadline */
+        f->expire = rpc_now_ms();
     op_group *g = engine_group_find(e, f->id.group);
     op_out o;
 
@@ -642,7 +644,8 @@ engine_frame(engine *e, eng_peer *p, frame *f)
     if (g == NULL || g->epoch < f->id.epoch) { /* not resolved yet, or we are behind */
         if (g != NULL)
             g->stale = 1;
-        if (f->type == FRAME_READY || f->type == FRAME_ABORT || f->type == FRAME_SLICE)
+        if (f->type == FRAME_READY || f->type == FRAME_ABORT || f->type == FRAME_SLICE ||
+            f->type == FRAME_PROBE || f->type == FRAME_ALIVE)
             engine_keep_early(e, p->idx, f);
         return;
     }

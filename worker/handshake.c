@@ -246,6 +246,13 @@ handshake_accept(engine *e, wsock *s, int64_t deadline, frame *hello, char *why,
         frame_fini(hello);
         return -1;
     }
+    if (hello->version != FRAME_LINK_VERSION) {
+        snprintf(why, whylen,
+                 "HELLO from \"%s\" speaks link protocol %u, this worker %u: every worker of a "
+                 "cluster must run the same a2a version",
+                 hello->worker, hello->version, FRAME_LINK_VERSION);
+        return -1;
+    }
     if (!e->sec->has_key)
         return 0;
     if (check_hello(e, hello, ch.nonce, why, whylen) != 0)

@@ -147,6 +147,8 @@ op_get(op_group *g, uint64_t num, int create)
     op->rx = calloc(g->nlocal * g->n, sizeof(*op->rx));
     op->tx = calloc(g->nlocal * g->n, sizeof(*op->tx));
     op->expire = calloc(g->n, sizeof(*op->expire));
+    op->guard = calloc(g->n, sizeof(*op->guard));
+    op->came = calloc(g->n, sizeof(*op->came));
     op->rows = g->n <= FRAME_ROW_MAX;
     if (op->rows) {
         op->rw.in = calloc(g->n, sizeof(*op->rw.in));
@@ -155,10 +157,13 @@ op_get(op_group *g, uint64_t num, int create)
         op->rw.dtype = calloc(g->n, sizeof(*op->rw.dtype));
     }
     if (op->calls == NULL || op->rx == NULL || op->tx == NULL || op->expire == NULL ||
+        op->guard == NULL || op->came == NULL ||
         (op->rows && (op->rw.in == NULL || op->rw.total == NULL || op->rw.cap == NULL ||
                       op->rw.dtype == NULL))) {
         rows_free(&op->rw);
         free(op->expire);
+        free(op->guard);
+        free(op->came);
         free(op->calls);
         free(op->rx);
         free(op->tx);
@@ -186,6 +191,8 @@ op_free(op_op *op)
         free(op->rx[i].stash);
     rows_free(&op->rw);
     free(op->expire);
+    free(op->guard);
+    free(op->came);
     free(op->calls);
     free(op->rx);
     free(op->tx);
@@ -254,7 +261,7 @@ op_leave(op_op *op, op_call *c)
 int
 op_call_done(const op_call *c)
 {
-    return c->sends_left == 0 && c->recvs_left == 0;
+    return c->sends_left == 0 && c->recvs_left == 0 && c->probes_left == 0;
 }
 
 /* check_done wakes c's thread when every pair of c is done. */
@@ -263,6 +270,30 @@ check_done(op_out *o, op_call *c)
 {
     if (op_call_done(c))
         push_call(o, OPA_WAKE, c);
+}
+
+static void send_alive(op_out *o, op_op *op, int64_t s, int64_t d);
+
+/* abort_probes answers the PROBEs kept for local calls that had not come (op failed without
+ * an ABORT to the members: they learn it here). */
+static void
+abort_probes(op_out *o, op_op *op)
+{
+    op_group *g = op->g;
+    frame f = frame_of(op, FRAME_ABORT);
+    f.status = op->status;
+    snprintf(f.message, sizeof(f.message), "%s", op->msg);
+    for (size_t s = 0; s < g->n; s++) {
+        if (g->lidx[s] < 0)
+            continue;
+        for (size_t d = 0; d < g->n; d++) {
+            op_tx *tx = &op->tx[PAIR(op, g->lidx[s], d)];
+            if (tx->probed && g->peer[d] >= 0) {
+                tx->probed = 0;
+                (void)send_frame(o, g->peer[d], NULL, &f);
+            }
+        }
+    }
 }
 
 void
@@ -287,8 +318,10 @@ op_fail(op_out *o, op_op *op, a2a_status st, int broadcast, const char *fmt, ...
         push_call(o, OPA_DROP, c);
         push_call(o, OPA_WAKE, c);
     }
-    if (!broadcast)
+    if (!broadcast) {
+        abort_probes(o, op);
         return;
+    }
     frame f = frame_of(op, FRAME_ABORT);
     f.status = st;
     f.resync = op->resync;
@@ -944,6 +977,45 @@ take_stash(op_out *o, op_op *op, op_call *c)
     }
 }
 
+int64_t
+op_probe_guard_ms(int64_t ttl_ms)
+{
+    int64_t tenth = ttl_ms / 10;
+    return tenth > OP_PROBE_GUARD_MIN_MS ? tenth : OP_PROBE_GUARD_MIN_MS;
+}
+
+/* probe asks the worker of remote s whether s's call is in op still (PROBE after c's READY):
+ * c completes only with its ALIVE (op.h, "Probes"). */
+static void
+probe(op_out *o, op_op *op, op_call *c, int64_t s)
+{
+    op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+    if (rx->probe != 0)
+        return;
+    frame f = frame_of(op, FRAME_PROBE);
+    f.src = s;
+    f.dst = c->grank;
+    rx->probe = 1;
+    c->probes_left++;
+    log_debug("group \"%s\" operation %llu: rank %lld came close to rank %lld's deadline: "
+              "asking worker %s whether its call is still in the operation",
+              op->g->name, (unsigned long long)op->num, (long long)c->grank, (long long)s,
+              peer_name(op->g, op->g->peer[s]));
+    (void)send_frame(o, op->g->peer[s], op, &f);
+}
+
+/* send_alive answers a PROBE of remote d's worker: local s's call is (or was, completing it) in
+ * op. */
+static void
+send_alive(op_out *o, op_op *op, int64_t s, int64_t d)
+{
+    frame f = frame_of(op, FRAME_ALIVE);
+    op->tx[PAIR(op, op->g->lidx[s], d)].probed = 0;
+    f.src = s;
+    f.dst = d;
+    (void)send_frame(o, op->g->peer[d], op, &f);
+}
+
 void
 op_arrive(op_out *o, op_op *op, op_call *c)
 {
@@ -952,9 +1024,11 @@ op_arrive(op_out *o, op_op *op, op_call *c)
     int64_t me = c->grank;
 
     op->calls[me] = c;
+    op->came[me] = 1;
     op->arrived++;
     c->sends_left = n;
     c->recvs_left = n;
+    c->probes_left = 0;
     /* a sender whose READY said its call would be over by now failed this operation without
      * us (its deadline; its ABORT may still be on its way, slower than the application's own
      * barrier): it cannot have completed, for that needed this call; so neither may we */
@@ -1016,6 +1090,13 @@ op_arrive(op_out *o, op_op *op, op_call *c)
     }
     if (op->status == A2A_OK)
         rows_learn(o, op, me, c->counts, row_cap(c), c->dtype);
+    for (size_t s = 0; s < n && op->status == A2A_OK; s++)
+        if (g->peer[s] >= 0 && (g->env->probe_all || (op->guard[s] > 0 && c->arrive_ms > 0 &&
+                                                      c->arrive_ms >= op->guard[s])))
+            probe(o, op, c, (int64_t)s);
+    for (size_t d = 0; d < n && op->status == A2A_OK; d++)
+        if (op->tx[PAIR(op, c->lidx, d)].probed) /* a PROBE came before this call */
+            send_alive(o, op, me, (int64_t)d);
     disc_place(o, op, c);
 }
 
@@ -1059,7 +1140,16 @@ op_missing(const op_call *c, char *buf, size_t len)
         if (waiting)
             off += (size_t)snprintf(buf + off, len - off, "%s%zu", k++ ? ", " : "", r);
     }
-    if (k == 0)
+    if (k == 0 && c->probes_left > 0) {
+        off = (size_t)snprintf(buf, len, "none (all arrived; asked whether rank(s) ");
+        for (size_t r = 0; r < n && off + 24 < len; r++)
+            if (op->rx[PAIR(op, c->lidx, r)].probe == 1)
+                off += (size_t)snprintf(buf + off, len - off, "%s%zu", k++ ? ", " : "", r);
+        if (off < len)
+            snprintf(buf + off, len - off,
+                     " are still in it, as this call came close to their "
+                     "deadline: no answer)");
+    } else if (k == 0)
         snprintf(buf, len, "none (all arrived; data still in flight)");
 }
 
@@ -1382,7 +1472,7 @@ older_epoch(op_out *o, op_group *g, int peer, const frame *f)
              "new group",
              g->name, (unsigned long long)f->id.op, (unsigned long long)f->id.epoch,
              peer_name(g, peer), (unsigned long long)g->epoch, g->env->self);
-    if (f->type == FRAME_READY || f->type == FRAME_SLICE) {
+    if (f->type == FRAME_READY || f->type == FRAME_SLICE || f->type == FRAME_PROBE) {
         frame newer = *f;
         reply_abort(o, peer, f, A2A_ERR_UNAVAILABLE, msg, 0);
         /* and the same in our epoch: newer for the sender, which then resolves the group again
@@ -1489,6 +1579,77 @@ on_slice(op_out *o, op_group *g, int peer, op_op *op, frame *f)
         rx_done(o, op, c, f->src);
 }
 
+/* on_probe handles a PROBE (answered ALIVE, ABORT, or kept until the call it asks about comes)
+ * or an ALIVE (the awaited answer lets the call that asked complete) of g's epoch. */
+static void
+on_probe(op_out *o, op_group *g, int peer, const frame *f)
+{
+    op_op *op = op_get(g, f->id.op, 0);
+    group_pos pos = group_seq_classify(&g->seq, f->id.op, op != NULL, g->nops);
+    int64_t s = f->src, d = f->dst; /* s: the rank asked about; d: the rank that asks */
+
+    if (s < 0 || d < 0 || (size_t)s >= g->n || (size_t)d >= g->n) /* the decoder bounds them */
+        return;
+    if (f->type == FRAME_ALIVE) {
+        op_call *c = op != NULL ? op->calls[d] : NULL;
+        op_rx *rx;
+        if (c == NULL || c->finished || g->peer[s] != peer || pos != GROUP_ACTIVE)
+            return; /* the call is gone (failed, or answered by an ABORT): nothing waits */
+        rx = &op->rx[PAIR(op, c->lidx, s)];
+        if (rx->probe != 1)
+            return; /* not asked, or answered: a duplicate */
+        rx->probe = 2;
+        c->probes_left--;
+        check_done(o, c);
+        return;
+    }
+    if (g->lidx[s] < 0 || g->peer[d] != peer) {
+        log_warn("PROBE from %s about rank %lld for rank %lld of group \"%s\": not ranks of "
+                 "this worker and of the sender",
+                 peer_name(g, peer), (long long)s, (long long)d, g->name);
+        return;
+    }
+    switch (pos) {
+    case GROUP_PAST_FAILED: {
+        const group_failed *h = group_seq_failed(&g->seq, f->id.op);
+        reply_abort(o, peer, f, h->status, h->msg, 0);
+        return;
+    }
+    case GROUP_PAST: { /* every rank here is past it, and it did not fail: s completed it */
+        frame a = *f;
+        a.type = FRAME_ALIVE;
+        (void)send_frame(o, peer, NULL, &a);
+        return;
+    }
+    case GROUP_FUTURE: {
+        char msg[300];
+        snprintf(msg, sizeof(msg),
+                 "worker %s has no operation %llu of group \"%s\" (its ranks are far behind "
+                 "it): rank %lld's call cannot be confirmed",
+                 g->env->self, (unsigned long long)f->id.op, g->name, (long long)s);
+        reply_abort(o, peer, f, A2A_ERR_UNAVAILABLE, msg, 0);
+        return;
+    }
+    case GROUP_ACTIVE: break;
+    }
+    if (op == NULL && (op = op_get(g, f->id.op, 1)) == NULL) {
+        log_warn("out of memory: dropping a PROBE of group \"%s\"", g->name);
+        return; /* the asking call sees its deadline */
+    }
+    op_call *c = op->calls[s];
+    if (op->status == A2A_OK && c != NULL && !c->finished && f->expire > 0 && c->arrive_ms > 0 &&
+        c->ttl_ms > 0 && f->expire >= c->arrive_ms + c->ttl_ms)
+        /* s's deadline passed and its thread has not said so yet (this worker was stopped, or
+         * busy): s is not in it any more, and the operation fails for everyone now */
+        op_deadline(o, op, c, c->ttl_ms);
+    if (op->status != A2A_OK)
+        reply_abort(o, peer, f, op->status, op->msg, 0);
+    else if (op->came[s])
+        send_alive(o, op, s, d); /* in it, or completed it */
+    else
+        op->tx[PAIR(op, g->lidx[s], d)].probed = 1; /* answered as s comes, or fails */
+}
+
 void
 op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f)
 {
@@ -1500,7 +1661,13 @@ op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f)
         return;
     }
     if (g->epoch > f->id.epoch) {
-        older_epoch(o, g, peer, f);
+        if (f->type != FRAME_ALIVE) /* an answer for an operation gone with its epoch */
+            older_epoch(o, g, peer, f);
+        (void)group_sweep(g);
+        return;
+    }
+    if (f->type == FRAME_PROBE || f->type == FRAME_ALIVE) {
+        on_probe(o, g, peer, f);
         (void)group_sweep(g);
         return;
     }
@@ -1554,8 +1721,15 @@ op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f)
         if (op->status != A2A_OK)
             reply_abort(o, peer, f, op->status, op->msg, 0);
         else {
-            if (f->expire > 0 && f->dst >= 0 && (size_t)f->dst < g->n && g->peer[f->dst] == peer)
+            if (f->expire > 0 && f->dst >= 0 && (size_t)f->dst < g->n && g->peer[f->dst] == peer) {
                 op->expire[f->dst] = f->expire;
+                op->guard[f->dst] = f->expire - op_probe_guard_ms(f->ttl);
+                /* calls here already: their READYs went before this one came, and it had
+                 * less than the guard left (calls that come later judge by the guard) */
+                for (size_t r = 0; f->ttl <= op_probe_guard_ms(f->ttl) && r < g->n; r++)
+                    if (op->calls[r] != NULL && !op->calls[r]->finished)
+                        probe(o, op, op->calls[r], f->dst);
+            }
             on_ready(o, g, peer, op, f);
         }
         break;

@@ -57,6 +57,21 @@
  * A first READY without a row (a bigger group, or a worker that sends none) turns rows off for
  * that operation: everything then goes as above.
  *
+ * Probes (a late call must not complete with a member's data that member gave up on). A remote
+ * member s's READY says how long its call had left (ttl): past its expiry here (receipt + ttl)
+ * s has failed the operation for sure, and a call that arrives then fails at once (op_arrive).
+ * Just before it, s may have failed already at its own worker, its ABORT on the way, and s's
+ * eager slice, kept here, would let a call that is really of the application's next round
+ * complete OK with s's data of the round s gave up (a new job numbering its call one behind
+ * the others after a fault). So a call that arrives within a guard of s's expiry
+ * (op_probe_guard_ms: a tenth of s's ttl, at least OP_PROBE_GUARD_MIN_MS, more than a READY's
+ * one-way delay on any link that is not broken) sends PROBE(s, d) after its READY, and
+ * completes only with ALIVE(s, d) from s's worker: s's call was in the operation (or had
+ * completed it) when the PROBE came, after d's READY. A worker whose operation failed answers
+ * ABORT, and one where s has not come yet keeps the PROBE (op_tx.probed) and answers as s comes
+ * or the operation fails. Calls that arrive close together never probe; a late one pays one
+ * round trip. Per pair (op_rx.probe): 0 none, 1 PROBE sent, 2 ALIVE came.
+ *
  * Any state: the operation fails (ABORT, deadline, peer lost, mismatch,
  * memory) -> every pair stops where it is; calls are woken and answered with
  * the operation's status. A pair never goes back; a frame for a pair in a
@@ -77,6 +92,8 @@
  * operation of n ranks at a receiver (n * n * limit), so what a worker keeps for ranks that
  * have not arrived yet stays bounded (op_eager_max). */
 #define OP_EAGER_TOTAL (4u << 20)
+/* The least guard before a member's expiry within which an arriving call probes (op.h). */
+#define OP_PROBE_GUARD_MIN_MS 10
 
 typedef struct op_group op_group;
 typedef struct op_op op_op;
@@ -86,6 +103,8 @@ typedef struct {
     const char *self;
     const char *const *workers;
     size_t nworkers;
+    int probe_all; /* every call probes every remote member (tests: a model without a clock,
+                    * where any call may come within the guard) */
 } op_env;
 
 /* What the state machine knows of a local rank's call. The engine embeds it first in its own
@@ -103,11 +122,12 @@ typedef struct op_call {
     const uint64_t *pre_at; /* by group rank: where in pre, or UINT64_MAX: not eager */
     int64_t self_copied;    /* grank + 1 when the job copied its own slice itself */
     size_t sends_left, recvs_left;
-    int finished;      /* its thread has given up on it: no new work for it */
-    int discover;      /* count discovery: the receive half of counts is ARGS_DISCOVER */
-    uint64_t recv_cap; /* discovery: the receive buffer's capacity, in elements */
-    size_t unknown;    /* discovery: sources whose count is not known yet */
-    int placed;        /* discovery: the receive counts and displacements are written */
+    size_t probes_left; /* PROBEs whose ALIVE has not come (op.h, "Probes") */
+    int finished;       /* its thread has given up on it: no new work for it */
+    int discover;       /* count discovery: the receive half of counts is ARGS_DISCOVER */
+    uint64_t recv_cap;  /* discovery: the receive buffer's capacity, in elements */
+    size_t unknown;     /* discovery: sources whose count is not known yet */
+    int placed;         /* discovery: the receive counts and displacements are written */
     /* asking the member workers where the group is (op_ask), before it has a number */
     int64_t ttl_ms;    /* ms its call has left as it arrives (READY's ttl; 0: no bound) */
     int64_t arrive_ms; /* when it arrives, in the engine's clock (0: not told): a sender whose
@@ -139,6 +159,7 @@ typedef struct {
     int ready;      /* READY(d) came (or d is local and here) */
     int64_t expect; /* d's recv_count from s, once ready */
     int heard;      /* a READY of d came (ready is 0 again while a discoverer d places) */
+    int probed;     /* d's worker asked whether s is in the operation before s came (PROBE) */
 } op_tx;
 
 typedef struct {
@@ -151,6 +172,7 @@ typedef struct {
     int known;     /* discovery: count is s's */
     int announced; /* discovery: s's SLICE gave the count alone (streamed after our go) */
     int64_t row;   /* rows: remote s's count to d, once its READY row came (op_rows.in[s]) */
+    int probe;     /* 0; 1: PROBE(s, d) sent, ALIVE awaited; 2: ALIVE came */
 } op_rx;
 
 /* What the READY rows told of an operation (op.h, "Count discovery"; groups of at most
@@ -173,6 +195,8 @@ struct op_op {
     size_t arrived, left; /* local calls that came, and that went */
     uint64_t resync;      /* its ABORT's resync (numbers differ), or 0 */
     int64_t *expire;      /* by group rank: when its call has failed for sure (READY), or 0 */
+    int64_t *guard;       /* by group rank: from when a call arriving probes it (READY), or 0 */
+    uint8_t *came;        /* by group rank: its local call entered (it may have left since) */
     int rows;             /* READYs carry rows (n <= FRAME_ROW_MAX, and every READY had one) */
     int judged;           /* rows: every rank's row is known and every discoverer's slices fit */
     op_rows rw;
@@ -237,6 +261,10 @@ void op_out_init(op_out *o);
 void op_out_reset(op_out *o);
 void op_out_fini(op_out *o);
 
+/* op_probe_guard_ms returns how long before a member's expiry an arriving call probes it, for a
+ * member whose READY gave ttl_ms. */
+int64_t op_probe_guard_ms(int64_t ttl_ms);
+
 /* op_eager_max returns the largest slice (bytes) sent eagerly in a group of n ranks. */
 uint64_t op_eager_max(size_t n);
 
@@ -268,7 +296,8 @@ void op_deadline(op_out *o, op_op *op, const op_call *c, int64_t timeout_ms);
 /* op_leave: c left op; frees what nobody needs any more. 1 when g itself was freed (retired). */
 int op_leave(op_op *op, op_call *c);
 
-/* op_frame handles a READY, SLICE (eager or not) or ABORT frame of g's epoch or an older one, or
+/* op_frame handles a READY, SLICE (eager or not), ABORT, PROBE or ALIVE frame of g's epoch or an
+ * older one, or
  * a WHERE or HERE of any epoch (op_where),
  * from worker peer; source: the peer's incarnation, told apart by peer (group_seq_differ).
  * Takes f->payload when it keeps it. */

@@ -46,9 +46,9 @@ pick_rank(uint8_t b, size_t n)
 static void
 hostile(sim *S, input *in)
 {
-    static const frame_type types[] = {FRAME_READY, FRAME_SLICE, FRAME_ABORT,
-                                       FRAME_DATA,  FRAME_WHERE, FRAME_HERE};
-    frame f = {.type = types[take(in) % 6]};
+    static const frame_type types[] = {FRAME_READY, FRAME_SLICE, FRAME_ABORT, FRAME_DATA,
+                                       FRAME_WHERE, FRAME_HERE,  FRAME_PROBE, FRAME_ALIVE};
+    frame f = {.type = types[take(in) % 8]};
     int from = take(in) % (int)S->nw, to = take(in) % (int)S->nw;
     int64_t srcs[MAXN + 1], counts[MAXN + 1];
     uint8_t payload[64];
@@ -155,6 +155,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int faults = (cfg >> 4) % 4;
     if (S == NULL && (S = malloc(sizeof(*S))) == NULL)
         abort();
+    sim_probe_all = data[size - 1] & 1; /* every call probes (op.h, "Probes"), or none does */
     sim_init(S, sizes[shape], workers[shape], shapes[shape], K, faults, cfg >> 6);
     S->kills = faults & 1;
     while (steps++ < MAXSTEPS && S->err[0] == '\0') {

@@ -17,6 +17,10 @@
  *       the worker reads them: for groups that do not exist ("flood-I"), and
  *       with GROUP, every other one for GROUP at epochs above EPOCH (the
  *       future); then heartbeats for HOLD_S seconds and closes.
+ *   hello NAME PEER_DATA_URL VERSION
+ *       says HELLO in link protocol VERSION (1: without the version field, as
+ *       workers before PROBE and ALIVE did), then heartbeats for 2 s: exit 0
+ *       when the worker closed the link, 1 when it kept it.
  *
  * Exit status: 0 when it did what it was asked (the checks are the caller's),
  * 1 when it could not (no connection, no READY), 2 bad usage.
@@ -285,11 +289,14 @@ start_listener(const char *url)
     return 0;
 }
 
+/* the link protocol version our HELLO says (0: this build's, FRAME_LINK_VERSION) */
+static uint32_t hello_version;
+
 /* connect_peer dials the real worker's data port and says HELLO as name (no token). */
 static int
 connect_peer(conn *c, const char *url, const char *name)
 {
-    frame f = {.type = FRAME_HELLO};
+    frame f = {.type = FRAME_HELLO, .version = hello_version};
     int rv;
 
     if ((rv = conn_dial(c, url)) != 0) {
@@ -520,12 +527,38 @@ mode_flood(const char *name, const char *own, const char *peer, int64_t frames, 
     return 0;
 }
 
+/* ---- hello: a HELLO of another version of the link protocol ---- */
+
+/* mode_hello says HELLO as name to the worker at peer in link protocol version, then sends
+ * heartbeats for 2 s: 0 when the worker closed the link (as it must for another version), 1
+ * when it kept it */
+static int
+mode_hello(const char *name, const char *peer, uint32_t version)
+{
+    conn c;
+    int64_t end;
+    hello_version = version;
+    if (connect_peer(&c, peer, name) != 0)
+        return 1;
+    end = now_ms() + 2000;
+    while (now_ms() < end) {
+        if (send_heartbeat(&c) != 0) {
+            say("the worker closed the link after our HELLO of version %u", version);
+            return 0;
+        }
+        nng_msleep(100);
+    }
+    say("the worker kept the link after our HELLO of version %u", version);
+    return 1;
+}
+
 static int
 usage(void)
 {
     fprintf(stderr, "usage: fakepeer trickle NAME OWN_DATA_URL PEER_DATA_URL SECONDS\n"
                     "       fakepeer flood NAME OWN_DATA_URL PEER_DATA_URL FRAMES PAIRS HOLD_S "
-                    "[GROUP EPOCH]\n");
+                    "[GROUP EPOCH]\n"
+                    "       fakepeer hello NAME PEER_DATA_URL VERSION\n");
     return 2;
 }
 
@@ -542,6 +575,8 @@ main(int argc, char **argv)
     else if (strcmp(mode, "flood") == 0 && (argc == 8 || argc == 10) && atoll(argv[6]) >= 0)
         rc = mode_flood(argv[2], argv[3], argv[4], atoll(argv[5]), atoll(argv[6]), atoll(argv[7]),
                         argc == 10 ? argv[8] : NULL, argc == 10 ? strtoull(argv[9], NULL, 10) : 0);
+    else if (strcmp(mode, "hello") == 0 && argc == 5 && atoll(argv[4]) > 0)
+        rc = mode_hello(argv[2], argv[3], (uint32_t)atoll(argv[4]));
     else
         return usage();
     fflush(stdout);

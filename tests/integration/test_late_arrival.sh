@@ -12,6 +12,14 @@
 #      said its call had 1 s left); before, it completed OK with rank 0's slice;
 #   b. after SIGCONT, rank 0's call fails too (DEADLINE_EXCEEDED): the two agree;
 #   c. the next calls of both are OK with the right data.
+# Then the probe (worker/op.h, "Probes"): rank 0 calls with a 2 s timeout, w0 is stopped at
+# 0.2 s, and rank 1 calls at 1.93 s, within the guard of rank 0's expiry (a tenth of its ttl:
+# 1.8-2.0 s after its READY came), when rank 0's slice and READY are all it needs:
+#   d. rank 1's call does not return while w0 is stopped (before probes it returned OK at
+#      once, and rank 0's call then failed: the two disagreed); after SIGCONT at 2.6 s (less
+#      than the 3 s after which w1 gives a silent peer up) both fail DEADLINE_EXCEEDED (w0
+#      answers the PROBE with the failure of rank 0's call);
+#   e. the next calls of both are OK with the right data.
 set -u
 coord_bin=$1 worker_bin=$2 seqcheck=$3
 dir=$(mktemp -d "${TMPDIR:-/tmp}/a2a-late.XXXXXX")
@@ -94,5 +102,49 @@ wait_pid "${rank_pids[0]}" 20 || fail "check c: rank 0's calls did not return"
 grep -q "^rank 0 call 3 status=OK data=ok" "$dir/next0.log" || fail "check c: rank 0: $(cat "$dir/next0.log")"
 grep -q "^rank 1 call 3 status=OK data=ok" "$dir/r1.log" || fail "check c: rank 1: $(cat "$dir/r1.log")"
 ok "check c: the next calls are OK with the right data on both ranks"
+
+# d: rank 0 calls operation 4 (2 s), w0 stopped at 0.2 s, rank 1 calls at 1.93 s
+t0=$(date +%s%N)
+rank 0 "$dir/probe0.log" --timeout 2000 --base 4 calls 1
+sleep 0.2
+kill -STOP "${pid[w0]}"
+since() { echo $((($(date +%s%N) - t0) / 1000000)); }
+sleep "$(awk -v t="$(since)" 'BEGIN { printf "%.3f", (1930 - t) / 1000 }')"
+serve_ncmd=$((serve_ncmd + 1))
+echo 1 >&"$serve_fd" # rank 1's call of operation 4, not waited for here
+called=$(since)
+sleep "$(awk -v t="$(since)" 'BEGIN { printf "%.3f", (2600 - t) / 1000 }')"
+line=$(grep "^rank 1 call 4 " "$dir/r1.log")
+[ -z "$line" ] || {
+    kill -CONT "${pid[w0]}"
+    fail "check d: rank 1's call returned while w0 (rank 0's worker) was stopped: $line"
+}
+kill -CONT "${pid[w0]}"
+end=$((SECONDS + 10))
+while ! grep -q "^rank 1 done $serve_ncmd\$" "$dir/r1.log"; do
+    ((SECONDS < end)) || fail "check d: rank 1's call did not return after SIGCONT"
+    sleep 0.02
+done
+wait_pid "${rank_pids[0]}" 10 || fail "check d: rank 0's call did not return after SIGCONT"
+line=$(grep "^rank 1 call 4 " "$dir/r1.log")
+line0=$(grep "^rank 0 call 4 " "$dir/probe0.log")
+case "$line" in
+*"status=DEADLINE_EXCEEDED"*) ;;
+*) fail "check d: rank 1's call (within the guard of rank 0's expiry) is not DEADLINE_EXCEEDED: $line (rank 0: $line0)" ;;
+esac
+case "$line0" in
+*"status=DEADLINE_EXCEEDED"*) ok "check d: both failed (rank 1 called at ${called} ms): rank 1: ${line:0:200}; rank 0: ${line0:0:120}" ;;
+*) fail "check d: rank 0's call: $line0 (rank 1: $line)" ;;
+esac
+grep -q "asking worker w0 whether its call is still in the operation" "$dir/w1.log" ||
+    [ "$A2A_LOG_LEVEL" != debug ] || fail "check d: w1 did not probe (its log says nothing of it)"
+
+# e: both go on
+rank 0 "$dir/after0.log" --timeout 5000 --base 5 calls 2
+serve 2 || fail "check e: rank 1's calls did not return"
+wait_pid "${rank_pids[0]}" 20 || fail "check e: rank 0's calls did not return"
+grep -q "^rank 0 call 6 status=OK data=ok" "$dir/after0.log" || fail "check e: rank 0: $(cat "$dir/after0.log")"
+grep -q "^rank 1 call 6 status=OK data=ok" "$dir/r1.log" || fail "check e: rank 1: $(cat "$dir/r1.log")"
+ok "check e: the next calls are OK with the right data on both ranks"
 serve_stop
 echo "PASS ($passed checks)"
