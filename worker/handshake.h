@@ -5,8 +5,10 @@
  *
  *   dialer                                   listener
  *                                       <-   CHALLENGE [nonce]        (with a token)
- *   HELLO [worker, incarnation, proof, nonce]  ->
+ *   HELLO [worker, incarnation, proof, nonce, version]  ->
  *                                       <-   WELCOME [proof]          (with a token)
+ *
+ * The listener refuses a HELLO of another link protocol version (FRAME_LINK_VERSION) by name.
  *
  * Until the other side has proved the secret, a side reads only into a fixed
  * HANDSHAKE_FRAME_MAX buffer (a prefix announcing more, or any payload,

@@ -34,10 +34,12 @@
  * in lockstep, a job kill and one more fault (a deadline, a lost link, a worker restart) in
  * the same two rounds. About 1 random order in 5 does not recover within the four rounds the
  * simulator has (a new job whose earlier job left no trace at any worker takes operation k for
- * its k-th call, while the application skipped rounds), and 8 in 9,000 complete a round with
- * a member's data of the round before (a latecomer's operation completes at its worker after
- * a member's deadline: the simulator has no clock, so the READY ttl rule of op_arrive, which
- * fails such a call in the engine unless it comes within the one-way delay, never applies).
+ * its k-th call, while the application skipped rounds). Without probes, 6 in 6,750 complete a
+ * round with a member's data of the round before (a latecomer's operation completes at its
+ * worker after a member's deadline: the simulator has no clock, so the READY ttl rule of
+ * op_arrive never applies); with every call probing (OP_PROBE_ALL=1, as a call within the
+ * guard does in the engine: op.h, "Probes") none does, which lockstep_jobkill_fault_safe
+ * checks.
  * OP_COUNT_FAILS=1 counts the failing random orders instead of stopping at the first;
  * OP_SEED=S replays the one order of seed S (with OP_TRACE=1: traced).
  * Directed tests check single rules: COUNT_MISMATCH and its message, duplicates, DATA out of
