@@ -711,6 +711,18 @@ test_encode_unknown_type(void)
     msgpack_sbuffer_destroy(&sb);
 }
 
+/* mb_head starts a header of n fields of type t for operation 99 of group "grp", epoch 3 */
+static void
+mb_head(mbuf *b, uint32_t n, int t)
+{
+    mb_init(b);
+    msgpack_pack_array(&b->pk, n);
+    msgpack_pack_int(&b->pk, t);
+    mb_str(b, "grp");
+    msgpack_pack_uint64(&b->pk, 3);
+    msgpack_pack_uint64(&b->pk, 99);
+}
+
 /* WHERE and HERE round-trip; a HERE below -1 is refused. */
 static void
 test_where_here(void)
@@ -744,24 +756,14 @@ test_where_here(void)
     } bad[] = {{-2, 0, "HERE with number -2", "HERE below -1"},
                {4, 16, "idle", "HERE with idle bit 4"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        mb_init(&b);
-        msgpack_pack_array(&b.pk, 6);
-        msgpack_pack_int(&b.pk, FRAME_HERE);
-        mb_str(&b, "grp");
-        msgpack_pack_uint64(&b.pk, 3);
-        msgpack_pack_uint64(&b.pk, 99);
+        mb_head(&b, 6, FRAME_HERE);
         msgpack_pack_int64(&b.pk, bad[i].count);
         msgpack_pack_int(&b.pk, bad[i].idle);
         expect_fail(b.sb.data, b.sb.size, 0, bad[i].needle, bad[i].what);
         mb_fini(&b);
     }
     /* no payload on either */
-    mb_init(&b);
-    msgpack_pack_array(&b.pk, 5);
-    msgpack_pack_int(&b.pk, FRAME_WHERE);
-    mb_str(&b, "grp");
-    msgpack_pack_uint64(&b.pk, 3);
-    msgpack_pack_uint64(&b.pk, 99);
+    mb_head(&b, 5, FRAME_WHERE);
     msgpack_pack_int64(&b.pk, 2);
     expect_ok(b.sb.data, b.sb.size, 0, "WHERE");
     expect_fail(b.sb.data, b.sb.size, 10, NULL, "WHERE with a payload");
@@ -790,23 +792,13 @@ test_probe_alive(void)
         CU_ASSERT_EQUAL(out.id.op, 99);
         frame_fini(&out);
         for (int field = 4; field <= 5; field++) {
-            mb_init(&b);
-            msgpack_pack_array(&b.pk, 6);
-            msgpack_pack_int(&b.pk, types[t]);
-            mb_str(&b, "grp");
-            msgpack_pack_uint64(&b.pk, 3);
-            msgpack_pack_uint64(&b.pk, 99);
+            mb_head(&b, 6, types[t]);
             msgpack_pack_int64(&b.pk, field == 4 ? CFG_MAX_RANKS : 0);
             msgpack_pack_int64(&b.pk, field == 5 ? CFG_MAX_RANKS : 0);
             expect_fail(b.sb.data, b.sb.size, 0, field == 4 ? "src" : "dst", "rank out of range");
             mb_fini(&b);
         }
-        mb_init(&b);
-        msgpack_pack_array(&b.pk, 6);
-        msgpack_pack_int(&b.pk, types[t]);
-        mb_str(&b, "grp");
-        msgpack_pack_uint64(&b.pk, 3);
-        msgpack_pack_uint64(&b.pk, 99);
+        mb_head(&b, 6, types[t]);
         msgpack_pack_int64(&b.pk, 0);
         msgpack_pack_int64(&b.pk, 1);
         expect_ok(b.sb.data, b.sb.size, 0, "PROBE or ALIVE");
