@@ -24,7 +24,8 @@ frame_equal(const frame *a, const frame *b)
         a->id.op != b->id.op || strcmp(a->worker, b->worker) != 0 ||
         a->incarnation != b->incarnation || a->src != b->src || a->dst != b->dst ||
         a->dtype != b->dtype || a->n != b->n || a->count != b->count || a->status != b->status ||
-        a->offset != b->offset || a->ttl != b->ttl || strcmp(a->message, b->message) != 0)
+        a->offset != b->offset || a->ttl != b->ttl || a->version != b->version ||
+        strcmp(a->message, b->message) != 0)
         return 0;
     if (a->has_mac != b->has_mac || a->has_nonce != b->has_nonce ||
         memcmp(a->mac, b->mac, sizeof(a->mac)) != 0 || memcmp(a->nonce, b->nonce, sizeof(a->nonce)))
