@@ -1637,10 +1637,11 @@ on_probe(op_out *o, op_group *g, int peer, const frame *f)
         return; /* the asking call sees its deadline */
     }
     op_call *c = op->calls[s];
-    if (op->status == A2A_OK && c != NULL && !c->finished && f->expire > 0 && c->arrive_ms > 0 &&
-        c->ttl_ms > 0 && f->expire >= c->arrive_ms + c->ttl_ms)
+    if (op->status == A2A_OK && c != NULL && !c->finished && !op_call_done(c) && f->expire > 0 &&
+        c->arrive_ms > 0 && c->ttl_ms > 0 && f->expire >= c->arrive_ms + c->ttl_ms)
         /* s's deadline passed and its thread has not said so yet (this worker was stopped, or
-         * busy): s is not in it any more, and the operation fails for everyone now */
+         * busy): s is not in it any more, and the operation fails for everyone now. Not when
+         * s is done: it completed (its answer may be out already), ALIVE says so */
         op_deadline(o, op, c, c->ttl_ms);
     if (op->status != A2A_OK)
         reply_abort(o, peer, f, op->status, op->msg, 0);

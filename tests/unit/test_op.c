@@ -1481,6 +1481,7 @@ test_probe(void)
 static void
 test_probe_answer(void)
 {
+    int64_t srcs[] = {0}, counts[] = {1};
     one t;
 
     /* rank 0 is in operation 0: ALIVE(0, 1) to rank 1's worker */
@@ -1565,6 +1566,34 @@ test_probe_answer(void)
                                     "for group rank(s) 1");
     CU_ASSERT(one_count(&t, OPA_SEND, FRAME_ABORT) >= 1);
     CU_ASSERT_EQUAL(one_count(&t, OPA_WAKE, -1), 1);
+    one_fini(&t);
+
+    /* past rank 0's deadline too, but rank 0 is done with every pair (its worker, stopped,
+     * completed it as it woke, before its thread saw the deadline): it completed, and its
+     * answer may be out already: ALIVE, the operation does not fail after the fact */
+    one_init(&t, 1, 1, 1, 1);
+    t.c.arrive_ms = 100;
+    t.c.ttl_ms = 1000;
+    op = one_arrive(&t, 0);
+    frame r1 = one_ready(7, srcs, counts);
+    op_frame(&t.o, t.g, 1, 11, &r1);
+    uint8_t *one8 = calloc(1, 8);
+    frame sl = one_slice(1, 0, 1);
+    sl.payload = one8;
+    sl.payload_len = 8;
+    op_frame(&t.o, t.g, 1, 11, &sl);
+    free(sl.payload);
+    if (one_find(&t, OPA_LAND, -1) != NULL)
+        op_landed(&t.o, &t.c, 1, 0);
+    if (one_find(&t, OPA_COPY, -1) != NULL)
+        op_copied(&t.o, op, 0, 0, 0, 0);
+    CU_ASSERT_FATAL(op_call_done(&t.c));
+    op_out_reset(&t.o);
+    p.expire = 5000;
+    op_frame(&t.o, t.g, 1, 11, &p);
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_ALIVE), 1);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_ABORT), 0);
     one_fini(&t);
     p.expire = 0;
 
