@@ -1090,13 +1090,15 @@ op_arrive(op_out *o, op_op *op, op_call *c)
     }
     if (op->status == A2A_OK)
         rows_learn(o, op, me, c->counts, row_cap(c), c->dtype);
-    for (size_t s = 0; s < n && op->status == A2A_OK; s++)
-        if (g->peer[s] >= 0 && (g->env->probe_all || (op->guard[s] > 0 && c->arrive_ms > 0 &&
-                                                      c->arrive_ms >= op->guard[s])))
-            probe(o, op, c, (int64_t)s);
-    for (size_t d = 0; d < n && op->status == A2A_OK; d++)
-        if (op->tx[PAIR(op, c->lidx, d)].probed) /* a PROBE came before this call */
-            send_alive(o, op, me, (int64_t)d);
+    for (size_t r = 0; r < n && op->status == A2A_OK; r++) {
+        if (g->peer[r] < 0)
+            continue;
+        if (g->env->probe_all ||
+            (op->guard[r] > 0 && c->arrive_ms > 0 && c->arrive_ms >= op->guard[r]))
+            probe(o, op, c, (int64_t)r);
+        if (op->tx[PAIR(op, c->lidx, r)].probed) /* r's worker asked before this call came */
+            send_alive(o, op, me, (int64_t)r);
+    }
     disc_place(o, op, c);
 }
 
@@ -1723,11 +1725,12 @@ op_frame(op_out *o, op_group *g, int peer, uint64_t source, frame *f)
             reply_abort(o, peer, f, op->status, op->msg, 0);
         else {
             if (f->expire > 0 && f->dst >= 0 && (size_t)f->dst < g->n && g->peer[f->dst] == peer) {
+                int64_t guard = op_probe_guard_ms(f->ttl);
                 op->expire[f->dst] = f->expire;
-                op->guard[f->dst] = f->expire - op_probe_guard_ms(f->ttl);
+                op->guard[f->dst] = f->expire - guard;
                 /* calls here already: their READYs went before this one came, and it had
                  * less than the guard left (calls that come later judge by the guard) */
-                for (size_t r = 0; f->ttl <= op_probe_guard_ms(f->ttl) && r < g->n; r++)
+                for (size_t r = 0; f->ttl <= guard && r < g->n; r++)
                     if (op->calls[r] != NULL && !op->calls[r]->finished)
                         probe(o, op, op->calls[r], f->dst);
             }

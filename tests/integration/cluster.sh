@@ -66,17 +66,27 @@ serve_start() {
     exec {serve_fd}>"$dir/in.$r" # opens once the job has opened its end
 }
 
-# serve N: the serving job makes N more calls; 0 when it said "done" within 20 s
-serve() {
-    local end=$((SECONDS + 20))
+# serve_send N: tell the serving job to make N more calls, without waiting for them
+serve_send() {
     serve_ncmd=$((serve_ncmd + 1))
     echo "$1" >&"$serve_fd"
+}
+
+# serve_wait [S]: 0 when the serving job said "done" for the last serve_send within S s (20)
+serve_wait() {
+    local end=$((SECONDS + ${1:-20}))
     while ! grep -q "^rank $serve_rank done $serve_ncmd\$" "$serve_log"; do
         ((SECONDS < end)) || return 1
         kill -0 "$serve_pid" 2>/dev/null ||
             fail "rank $serve_rank's serving job died: $(tail -n 5 "$serve_log")"
         sleep 0.02
     done
+}
+
+# serve N: the serving job makes N more calls; 0 when it said "done" within 20 s
+serve() {
+    serve_send "$1"
+    serve_wait
 }
 
 # serve_stop: end of its input; the serving job ends

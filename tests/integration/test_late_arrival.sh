@@ -97,13 +97,20 @@ case "$line" in
 *) fail "check b: rank 0's call: $line" ;;
 esac
 
-# c: both go on (rank 0 a new job, rank 1 its serving one: operation 2, the next for both)
-rank 0 "$dir/next0.log" --timeout 5000 --base 2 calls 2
-serve 2 || fail "check c: rank 1's calls did not return"
-wait_pid "${rank_pids[0]}" 20 || fail "check c: rank 0's calls did not return"
-grep -q "^rank 0 call 3 status=OK data=ok" "$dir/next0.log" || fail "check c: rank 0: $(cat "$dir/next0.log")"
-grep -q "^rank 1 call 3 status=OK data=ok" "$dir/r1.log" || fail "check c: rank 1: $(cat "$dir/r1.log")"
-ok "check c: the next calls are OK with the right data on both ranks"
+# go_on CHECK BASE: rank 0 (a new job) and rank 1 (its serving one) make two calls from call
+# BASE, the next operation for both: OK with the right data on both ranks
+go_on() {
+    local check=$1 base=$2 log=$dir/next$1.log last=$(($2 + 1))
+    rank 0 "$log" --timeout 5000 --base "$base" calls 2
+    serve 2 || fail "check $check: rank 1's calls did not return"
+    wait_pid "${rank_pids[0]}" 20 || fail "check $check: rank 0's calls did not return"
+    grep -q "^rank 0 call $last status=OK data=ok" "$log" || fail "check $check: rank 0: $(cat "$log")"
+    grep -q "^rank 1 call $last status=OK data=ok" "$dir/r1.log" || fail "check $check: rank 1: $(cat "$dir/r1.log")"
+    ok "check $check: the next calls are OK with the right data on both ranks"
+}
+
+# c: both go on (operation 2, the next for both)
+go_on c 2
 
 # d: rank 0 calls operation 4 (2 s), w0 stopped at 0.2 s, rank 1 calls at 1.93 s
 t0=$(date +%s%N)
@@ -112,8 +119,7 @@ sleep 0.2
 kill -STOP "${pid[w0]}"
 since() { echo $((($(date +%s%N) - t0) / 1000000)); }
 sleep "$(awk -v t="$(since)" 'BEGIN { printf "%.3f", (1930 - t) / 1000 }')"
-serve_ncmd=$((serve_ncmd + 1))
-echo 1 >&"$serve_fd" # rank 1's call of operation 4, not waited for here
+serve_send 1 # rank 1's call of operation 4, not waited for here
 called=$(since)
 sleep "$(awk -v t="$(since)" 'BEGIN { printf "%.3f", (2600 - t) / 1000 }')"
 line=$(grep "^rank 1 call 4 " "$dir/r1.log")
@@ -122,11 +128,7 @@ line=$(grep "^rank 1 call 4 " "$dir/r1.log")
     fail "check d: rank 1's call returned while w0 (rank 0's worker) was stopped: $line"
 }
 kill -CONT "${pid[w0]}"
-end=$((SECONDS + 10))
-while ! grep -q "^rank 1 done $serve_ncmd\$" "$dir/r1.log"; do
-    ((SECONDS < end)) || fail "check d: rank 1's call did not return after SIGCONT"
-    sleep 0.02
-done
+serve_wait 10 || fail "check d: rank 1's call did not return after SIGCONT"
 wait_pid "${rank_pids[0]}" 10 || fail "check d: rank 0's call did not return after SIGCONT"
 line=$(grep "^rank 1 call 4 " "$dir/r1.log")
 line0=$(grep "^rank 0 call 4 " "$dir/probe0.log")
@@ -144,11 +146,6 @@ grep -q "asking worker w0 whether its call is still in the operation" "$dir/w1.l
     [ "$A2A_LOG_LEVEL" != debug ] || fail "check d: w1 did not probe (its log says nothing of it)"
 
 # e: both go on
-rank 0 "$dir/after0.log" --timeout 5000 --base 5 calls 2
-serve 2 || fail "check e: rank 1's calls did not return"
-wait_pid "${rank_pids[0]}" 20 || fail "check e: rank 0's calls did not return"
-grep -q "^rank 0 call 6 status=OK data=ok" "$dir/after0.log" || fail "check e: rank 0: $(cat "$dir/after0.log")"
-grep -q "^rank 1 call 6 status=OK data=ok" "$dir/r1.log" || fail "check e: rank 1: $(cat "$dir/r1.log")"
-ok "check e: the next calls are OK with the right data on both ranks"
+go_on e 5
 serve_stop
 echo "PASS ($passed checks)"

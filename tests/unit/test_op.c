@@ -1612,15 +1612,12 @@ test_probe_answer(void)
 }
 
 /* lockstep ranks with one job killed and one fault (a deadline, a link lost, a worker
- * restarted or down) in the first two rounds: a known gap, off unless OP_KILL_FAULT=1 (see
- * the header) */
+ * restarted or down) in the first two rounds, random orders of three shapes */
 static void
-test_lockstep_jobkill_fault(void)
+jobkill_fault_walks(void)
 {
     static const int w3[] = {0, 0, 1}, w4[] = {0, 0, 1, 2}, w22[] = {0, 0, 1, 1};
     size_t runs = small() ? 20 : env_size("OP_RANDOM_RUNS", 1500) / 2;
-    if (getenv("OP_KILL_FAULT") == NULL || atoi(getenv("OP_KILL_FAULT")) == 0)
-        return;
     sim_lockstep = 1;
     sim_jobkills = 1;
     for (unsigned mix = 0; mix < 3; mix++) {
@@ -1632,6 +1629,15 @@ test_lockstep_jobkill_fault(void)
     sim_lockstep = 0;
 }
 
+/* those walks: their recovery is a known gap, off unless OP_KILL_FAULT=1 (see the header) */
+static void
+test_lockstep_jobkill_fault(void)
+{
+    if (getenv("OP_KILL_FAULT") == NULL || atoi(getenv("OP_KILL_FAULT")) == 0)
+        return;
+    jobkill_fault_walks();
+}
+
 /* the same walks with probes on (as every late call has in the engine) and the recovery check
  * off: no call completes OK with data of another round, whatever else fails (without probes,
  * 6 of the 6,750 orders did: a new job's call one round behind its number met the others'
@@ -1639,22 +1645,12 @@ test_lockstep_jobkill_fault(void)
 static void
 test_lockstep_jobkill_fault_safe(void)
 {
-    static const int w3[] = {0, 0, 1}, w4[] = {0, 0, 1, 2}, w22[] = {0, 0, 1, 1};
-    size_t runs = small() ? 20 : env_size("OP_RANDOM_RUNS", 1500) / 2;
     int probe_all = sim_probe_all;
-    sim_lockstep = 1;
-    sim_jobkills = 1;
     sim_probe_all = 1;
     sim_recovery = 0;
-    for (unsigned mix = 0; mix < 3; mix++) {
-        sample(3, 2, w3, 4, 1, mix, runs);
-        sample(4, 2, w22, 4, 1, mix, runs);
-        sample(4, 3, w4, 4, 1, mix, runs);
-    }
+    jobkill_fault_walks();
     sim_recovery = 1;
     sim_probe_all = probe_all;
-    sim_jobkills = 0;
-    sim_lockstep = 0;
 }
 
 static const cu_test tests[] = {
