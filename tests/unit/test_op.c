@@ -1354,30 +1354,43 @@ one_probe(frame_type type, uint64_t num, int64_t src, int64_t dst)
     return f;
 }
 
+/* one_eager1: rank 1's eager slice of 1 element to rank 0 */
+static void
+one_eager1(one *t)
+{
+    frame sl = one_slice(1, 0, 1);
+    sl.payload = calloc(1, 8);
+    sl.payload_len = 8;
+    op_frame(&t->o, t->g, 1, 11, &sl);
+    free(sl.payload);
+}
+
+/* one_settle: the landing of rank 1's eager slice and rank 0's own copy, when asked for */
+static void
+one_settle(one *t, op_op *op)
+{
+    if (one_find(t, OPA_LAND, -1) != NULL)
+        op_landed(&t->o, &t->c, 1, 0);
+    if (one_find(t, OPA_COPY, -1) != NULL)
+        op_copied(&t->o, op, 0, 0, 0, 0);
+}
+
 /* one_late: rank 1's READY (ttl 400: guard 40 ms, expire 1000) and eager slice of 1 element
  * came; rank 0 (1 element each way) arrives at arrive_ms; its own slice is copied */
 static op_op *
 one_late(one *t, int64_t arrive_ms, int64_t *srcs, int64_t *counts)
 {
-    uint8_t *bytes = calloc(1, 8);
     one_init(t, 1, 1, 1, 1);
     frame r = one_ready(7, srcs, counts);
     r.ttl = 400;
     r.expire = 1000;
     op_frame(&t->o, t->g, 1, 11, &r);
-    frame sl = one_slice(1, 0, 1);
-    sl.payload = bytes;
-    sl.payload_len = 8;
-    op_frame(&t->o, t->g, 1, 11, &sl);
-    free(sl.payload);
+    one_eager1(t);
     op_out_reset(&t->o);
     t->c.arrive_ms = arrive_ms;
     t->c.ttl_ms = 2000;
     op_op *op = one_arrive(t, 0);
-    if (one_find(t, OPA_LAND, -1) != NULL)
-        op_landed(&t->o, &t->c, 1, 0);
-    if (one_find(t, OPA_COPY, -1) != NULL)
-        op_copied(&t->o, op, 0, 0, 0, 0);
+    one_settle(t, op);
     return op;
 }
 
@@ -1577,16 +1590,8 @@ test_probe_answer(void)
     op = one_arrive(&t, 0);
     frame r1 = one_ready(7, srcs, counts);
     op_frame(&t.o, t.g, 1, 11, &r1);
-    uint8_t *one8 = calloc(1, 8);
-    frame sl = one_slice(1, 0, 1);
-    sl.payload = one8;
-    sl.payload_len = 8;
-    op_frame(&t.o, t.g, 1, 11, &sl);
-    free(sl.payload);
-    if (one_find(&t, OPA_LAND, -1) != NULL)
-        op_landed(&t.o, &t.c, 1, 0);
-    if (one_find(&t, OPA_COPY, -1) != NULL)
-        op_copied(&t.o, op, 0, 0, 0, 0);
+    one_eager1(&t);
+    one_settle(&t, op);
     CU_ASSERT_FATAL(op_call_done(&t.c));
     op_out_reset(&t.o);
     p.expire = 5000;
