@@ -650,8 +650,9 @@ client_why(rpc_client *c, int ms, char *why, size_t len)
     static const uint8_t rep0[8] = {0, 'S', 'P', 0, 0, 0x31, 0, 0}; /* REP0 (protocol 49) */
     int tls_url = strncmp(c->url, "tls+", 4) == 0, tcp_url = strncmp(c->url, "tcp", 3) == 0;
     uint8_t got[8] = {0};
-    size_t n = 0;
-    int stage, rv;
+    uint8_t pgot[8] = {0}; /* the plain probe's, under a tls+ URL */
+    size_t n = 0, pn = 0;
+    int stage, pstage, rv, closed;
 
     why[0] = '\0';
     pthread_mutex_lock(&c->mtx); /* rpc_client_set_tls may replace it */
@@ -662,6 +663,7 @@ client_why(rpc_client *c, int ms, char *why, size_t len)
     rv = probe(c->url, tls, ms, got, &n, &stage);
     if (tls != NULL)
         nng_tls_config_free(tls);
+    closed = rv == NNG_ECONNSHUT || rv == NNG_ECLOSED || rv == NNG_ECONNRESET || rv == NNG_EPROTO;
     if (stage < 0)
         return; /* not a stream (inproc://): nothing more to learn */
     if (stage == 3 && (n < 8 || memcmp(got, rep0, 8) != 0)) {
@@ -695,9 +697,12 @@ client_why(rpc_client *c, int ms, char *why, size_t len)
                  ": it accepts connections but does not answer within %d ms: not an a2a "
                  "service%s, or too busy",
                  ms, tls_url ? "" : " (or a TLS port that waits for a handshake)");
-    } else if (tls_url && (rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH) &&
-               probe(c->url + 4, NULL, ms, got, &n, &stage) == 0 && n == 8 &&
-               memcmp(got, rep0, 8) == 0) {
+    } else if (tls_url && (rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH || closed) &&
+               probe(c->url + 4, NULL, ms, pgot, &pn, &pstage) == 0 && pn == 8 &&
+               memcmp(pgot, rep0, 8) == 0) {
+        /* a plain a2a port closes on the ClientHello: the handshake then fails with
+         * ECRYPTO (the port's greeting read as a TLS record) or, when the close comes
+         * first, with the connection shut or reset */
         snprintf(why, len,
                  ": TLS handshake failed: it is a plain (not TLS) a2a port: use %.200s, or turn "
                  "TLS on there",
