@@ -218,6 +218,7 @@ shmchan_close(void *mem)
 {
     __atomic_store_n((uint32_t *)mem, SHMCHAN_CLOSED, __ATOMIC_RELEASE);
     shmchan_wake(mem);
+    shmchan_ring(mem);
 }
 
 void
@@ -236,6 +237,37 @@ void
 shmchan_wake(void *mem)
 {
     (void)syscall(SYS_futex, (uint32_t *)mem, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+const uint32_t *
+shmchan_bell_word(const void *mem)
+{
+    return &((const shmchan_hdr *)mem)->bell;
+}
+
+uint32_t
+shmchan_bell(const void *mem)
+{
+    return __atomic_load_n(shmchan_bell_word(mem), __ATOMIC_SEQ_CST);
+}
+
+void
+shmchan_ring(void *mem)
+{
+    uint32_t *bell = &((shmchan_hdr *)mem)->bell;
+    __atomic_add_fetch(bell, 1, __ATOMIC_SEQ_CST); /* after the state it announces */
+    (void)syscall(SYS_futex, bell, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+void
+shmchan_bell_wait(void *mem, uint32_t seen, int64_t timeout_ms)
+{
+    struct timespec ts;
+    if (timeout_ms <= 0)
+        return;
+    ts.tv_sec = (time_t)(timeout_ms / 1000);
+    ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+    (void)syscall(SYS_futex, &((shmchan_hdr *)mem)->bell, FUTEX_WAIT, seen, &ts, NULL, 0);
 }
 
 int

@@ -13,10 +13,19 @@
  *                 4n int64: send_counts, send_displs, recv_counts,
  *                 recv_displs (as in wire_a2av), n <= SHMCHAN_MAX_N
  *
- * States: the job writes a request and moves IDLE or REPLY -> REQUEST; the
- * worker copies the request out, runs it, writes the reply and moves
- * REQUEST -> REPLY. Either side may set CLOSED; a reply counts only when its
- * reply_seq equals the request's seq. The worker treats everything in the
+ * States: the job writes a request, moves IDLE or REPLY -> REQUEST and rings
+ * the doorbell; the worker copies the request out, runs it, writes the reply,
+ * moves REQUEST -> REPLY and wakes the state word. Either side may set CLOSED
+ * (and wakes both words); a reply counts only when its reply_seq equals the
+ * request's seq.
+ *
+ * Two futex words, one per direction: the job sleeps on the state word, the
+ * worker's thread on the doorbell (bell, which the job increments with every
+ * request). A wake-up of one side then never wakes the other, and the worker's
+ * thread of a call answered early by another thread can sleep on until the
+ * job's next request (worker/engine.c, call_sleep) instead of being woken by
+ * that answer. Version 4; version 3 had no doorbell (a job of that version
+ * gets no channel and uses the socket). The worker treats everything in the
  * block as untrusted: shmchan_req_decode copies before it checks.
  */
 #ifndef A2A_COMMON_SHMCHAN_H
@@ -30,7 +39,7 @@
 #include "wire.h"
 
 #define SHMCHAN_MAGIC 0x314e414843413241ULL /* "A2ACHAN1" */
-#define SHMCHAN_VERSION 3
+#define SHMCHAN_VERSION 4
 #define SHMCHAN_MAX_N 1024   /* larger groups use the RPC path */
 #define SHMCHAN_MSG_MAX 1024 /* reply message, with its NUL */
 
@@ -57,7 +66,7 @@ typedef struct {
     /* the reply, written by the worker */
     uint64_t reply_seq;
     int32_t status;
-    uint32_t reserved;
+    uint32_t bell;      /* the doorbell: + 1 by the job with each request (and at its close) */
     int64_t reply_next; /* the number of the rank's next call, -1: keep yours */
     char message[SHMCHAN_MSG_MAX];
 } shmchan_hdr;
@@ -125,8 +134,20 @@ void shmchan_close(void *mem);
  */
 void shmchan_wait(void *mem, uint32_t expected, int64_t timeout_ms);
 
-/* shmchan_wake wakes whoever waits on the state word. */
+/* shmchan_wake wakes whoever waits on the state word (the job). */
 void shmchan_wake(void *mem);
+
+/* shmchan_ring rings the doorbell (+ 1, then a wake-up of the worker's thread). */
+void shmchan_ring(void *mem);
+
+/* shmchan_bell loads the doorbell (before the state, so that a ring after the load is seen by
+ * shmchan_bell_wait); shmchan_bell_word: its address, for futex_waitv. */
+uint32_t shmchan_bell(const void *mem);
+const uint32_t *shmchan_bell_word(const void *mem);
+
+/* shmchan_bell_wait sleeps while the doorbell equals seen, at most timeout_ms (shared
+ * FUTEX_WAIT); returns early on a ring, a signal or a changed bell. */
+void shmchan_bell_wait(void *mem, uint32_t seen, int64_t timeout_ms);
 
 /* OpenChannel reply: the worker's process id. Request: a wire_buffer (job, fd, addr, len). */
 int shmchan_open_reply_encode(msgpack_sbuffer *sb, int64_t worker_pid);

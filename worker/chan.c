@@ -11,15 +11,18 @@
  *                       i64 dtype, i64 timeout_ms, u64 send_addr,
  *                       i64 send_len, u64 recv_addr, i64 recv_len, i64 n,
  *                       i64 self_copied (0, or 1 + the rank whose own slice the job copied)
- *                       reply: u64 reply_seq, i32 status, u32 0,
- *                       char message[1024]
+ *                       reply: u64 reply_seq, i32 status, u32 bell (the
+ *                       job's doorbell), i64 reply_next, char message[1024]
  *   SHMCHAN_COUNTS_OFF  i64 counts[4n]: send_counts, send_displs,
  *                       recv_counts, recv_displs (n <= 1024)
  *
- * One thread per channel sleeps on the state word (FUTEX_WAIT, shared, at
- * most CHAN_POLL_MS at a time, then checks that the job's session is still
- * open and that the worker is not stopping; a session that closes wakes its
- * channels at once). On REQUEST it copies the request into
+ * One thread per channel sleeps on the doorbell, which the job rings with
+ * each request (FUTEX_WAIT, shared, at most CHAN_POLL_MS at a time, then
+ * checks that the job's session is still open and that the worker is not
+ * stopping; a session that closes rings its channels at once). The job sleeps
+ * on the state word: neither side's wake-up wakes the other's sleeper, and a
+ * call answered early (engine_done) lets this thread sleep through the answer
+ * until the job's next request. On REQUEST it copies the request into
  * private memory, checks it (a bad one gets INVALID_ARGUMENT and the channel
  * stays usable), runs engine_alltoallv exactly as the AllToAllV method does
  * with the job id of OpenChannel, writes status and message, moves REQUEST
@@ -112,7 +115,7 @@ chan_serve(chan *c, uint32_t state)
 {
     wire_a2av a;
     chan_reply r = {.c = c, .state = state};
-    engine_done done = {.fn = chan_answer_early, .arg = &r};
+    engine_done done = {.fn = chan_answer_early, .arg = &r, .bell = shmchan_bell_word(c->mem)};
     int64_t next = -1;
     a2a_status st;
 
@@ -154,6 +157,7 @@ chan_main(void *arg)
     uint32_t s;
 
     for (;;) {
+        uint32_t b = shmchan_bell(c->mem); /* before the state: a ring after it is seen */
         s = shmchan_state(c->mem);
         if (s == SHMCHAN_CLOSED)
             break;
@@ -164,7 +168,7 @@ chan_main(void *arg)
         }
         if (chan_stopping(cs))
             break;
-        shmchan_wait(c->mem, s, CHAN_POLL_MS);
+        shmchan_bell_wait(c->mem, b, CHAN_POLL_MS);
         if (shmchan_state(c->mem) == s && !xfer_probe(c->job.sess)) {
             log_debug("channel of session %llu: the job is gone",
                       (unsigned long long)c->job.sess->id);
@@ -298,7 +302,7 @@ chan_close_sess(chan_set *cs, xfer_sess *sess)
         for (chan *c = cs->live; c != NULL; c = c->next)
             if (c->job.sess == sess) {
                 mine = 1;
-                shmchan_wake(c->mem); /* it sees the session closed (xfer_probe) and ends */
+                shmchan_ring(c->mem); /* it sees the session closed (xfer_probe) and ends */
             }
         if (!mine)
             break;
@@ -321,7 +325,7 @@ chan_set_stop(chan_set *cs)
     pthread_mutex_lock(&cs->mtx);
     __atomic_store_n(&cs->stopping, 1, __ATOMIC_RELEASE);
     for (chan *c = cs->live; c != NULL; c = c->next)
-        shmchan_wake(c->mem); /* the thread is asleep on it, or busy in the engine */
+        shmchan_ring(c->mem); /* the thread is asleep on it, or busy in the engine */
     while (cs->nlive > 0)
         pthread_cond_wait(&cs->cv, &cs->mtx);
     chan_reap(cs);

@@ -1,10 +1,13 @@
 /* engine.c - the engine's groups and the calls of local ranks. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +19,19 @@
 #include "xfer.h"
 
 static void engine_register(engine *e, int64_t timeout_ms);
+
+/* waitv_works: futex_waitv(2) (Linux 5.16) is there and allowed (a seccomp profile may refuse
+ * it): with no waiters it fails EINVAL, where it is missing ENOSYS or EPERM. */
+static int
+waitv_works(void)
+{
+#ifdef SYS_futex_waitv
+    errno = 0;
+    return syscall(SYS_futex_waitv, NULL, 0, 0, NULL, 0) == -1 && errno == EINVAL;
+#else
+    return 0;
+#endif
+}
 
 static uint64_t
 random_u64(void)
@@ -44,6 +60,13 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
     e->cfg = cfg;
     e->sec = sec;
     e->incarnation = random_u64();
+    e->waitv = waitv_works() && getenv("A2A_NO_WAITV") == NULL;
+    if (e->waitv)
+        log_debug("job channels: a channel's thread sleeps through answers given by other "
+                  "threads (futex_waitv)");
+    else
+        log_debug("job channels: futex_waitv is missing, refused or off (A2A_NO_WAITV): "
+                  "channel threads are woken by every answer");
     const cfg_worker *me = cfg_find_worker(cfg, name);
     if (me == NULL) {
         engine_free(e);
@@ -578,23 +601,64 @@ copy_small(engine *e, op_out *o, const op_act *a)
     return 1;
 }
 
-/* wake wakes c's thread, or answers c from here when every pair is done and nothing touches
- * its job's memory (the early answer). */
-static void
-wake(eng_call *c)
+void
+engine_call_notify(eng_call *c)
 {
-    pthread_cond_broadcast(&c->cv);
+    __atomic_add_fetch(&c->wake_seq, 1, __ATOMIC_RELEASE);
+    if (c->sleeping)
+        (void)syscall(SYS_futex, &c->wake_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/*
+ * wake wakes c's thread, or answers c from here when every pair is done and nothing touches
+ * its job's memory (the early answer). A call so answered whose thread sleeps on its
+ * channel's doorbell too (call_sleep) is not woken: it leaves its operation at the end of
+ * engine_run (leave_answered), and its thread, with nothing left to do, wakes when the job
+ * rings with its next request (or at the latest in 200 ms), instead of now and again then.
+ */
+static void
+wake(engine *e, eng_call *c)
+{
     if (c->oc.op != NULL && op_call_done(&c->oc) && c->done != NULL && !c->done->called &&
         c->pins == 0 && c->ntodo == 0 && !c->oc.finished && c->oc.op->status == A2A_OK) {
         c->done->called = 1;
         c->done->next = (int64_t)c->oc.num + 1;
         c->done->fn(c->done->arg);
+        if (c->bell != NULL && e->waitv) {
+            c->next_left = e->left;
+            e->left = c;
+            return;
+        }
+    }
+    engine_call_notify(c);
+}
+
+/* leave_answered ends the calls answered early (wake) as their threads would have: out of the
+ * link queues, the rank's number past the operation, out of the operation (which the sweep may
+ * free, and the group with it: hence at engine_run's end, when no action refers to them). The
+ * thread finds c->left and returns at once. */
+static void
+leave_answered(engine *e)
+{
+    while (e->left != NULL) {
+        eng_call *c = e->left;
+        op_op *op = c->oc.op;
+        e->left = c->next_left;
+        c->next_left = NULL;
+        c->oc.finished = 1;
+        link_drop_call(e, c);
+        group_seq_end(&op->g->seq, (size_t)c->oc.lidx, c->oc.num, A2A_OK);
+        c->left = 1;
+        c->oc.op = NULL;
+        (void)op_leave(op, &c->oc); /* may free op, and its group when retired */
+        /* not notified: its thread sleeps on the doorbell too, or waits for the lock */
     }
 }
 
 void
 engine_run(engine *e, op_out *o)
 {
+    e->run_depth++;
     for (size_t i = 0; i < o->n; i++) {
         op_act a = o->a[i]; /* o->a moves when actions are added */
         eng_call *c = EC(a.call);
@@ -614,14 +678,16 @@ engine_run(engine *e, op_out *o)
             if (copy_small(e, o, &a))
                 break;
             c->todo[c->ntodo++] = (eng_pair){a.s, a.d};
-            pthread_cond_broadcast(&c->cv);
+            engine_call_notify(c);
             break;
         case OPA_LAND: land(e, o, &a); break;
-        case OPA_WAKE: wake(c); break;
+        case OPA_WAKE: wake(e, c); break;
         case OPA_DROP: link_drop_call(e, c); break;
         }
     }
     op_out_reset(o);
+    if (--e->run_depth == 0)
+        leave_answered(e);
 }
 
 void
@@ -681,7 +747,7 @@ engine_data_landed(engine *e, eng_call *c, const frame *f, uint64_t len, int rv)
 {
     op_out o;
     if (--c->pins == 0)
-        pthread_cond_broadcast(&c->cv);
+        engine_call_notify(c);
     op_out_init(&o);
     op_data_landed(&o, &c->oc, f->src, len, rv);
     engine_run(e, &o);
@@ -746,29 +812,61 @@ copy_local(engine *e, op_op *op, eng_pair p, uint8_t **buf)
     shm_put(e, ms);
     shm_put(e, md);
     if (--cs->pins == 0)
-        pthread_cond_broadcast(&cs->cv);
+        engine_call_notify(cs);
     if (--cd->pins == 0)
-        pthread_cond_broadcast(&cd->cv);
+        engine_call_notify(cd);
     op_out_init(&o);
     op_copied(&o, op, p.s, p.d, rv, wr);
     engine_run(e, &o);
     op_out_fini(&o);
 }
 
-/* timed_wait waits on c->cv until at most until_ms (at most 200 ms at a time); under e->mtx. */
+/* call_sleep lets e->mtx go and sleeps until engine_call_notify(c), the job ringing c's
+ * doorbell (a channel's call, where futex_waitv works), or for left_ms (< 0: no bound); under
+ * e->mtx. */
+static void
+call_sleep(engine *e, eng_call *c, int64_t left_ms)
+{
+    uint32_t seen = c->wake_seq; /* notifiers bump it under e->mtx */
+    struct timespec ts = {.tv_sec = left_ms / 1000, .tv_nsec = (left_ms % 1000) * 1000000};
+
+    c->sleeping = 1;
+#ifdef SYS_futex_waitv
+    if (c->bell != NULL && e->waitv) {
+        /* the bell before the lock goes: a ring after this load changes it, and the wait
+         * returns at once */
+        uint32_t rang = __atomic_load_n(c->bell, __ATOMIC_ACQUIRE);
+        struct futex_waitv w[2] = {
+            {.val = seen, .uaddr = (uintptr_t)&c->wake_seq, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
+            {.val = rang, .uaddr = (uintptr_t)c->bell, .flags = FUTEX_32}, /* shared */
+        };
+        struct timespec at;
+        clock_gettime(CLOCK_MONOTONIC, &at); /* futex_waitv's timeout is absolute */
+        at.tv_sec += ts.tv_sec + (at.tv_nsec + ts.tv_nsec) / 1000000000;
+        at.tv_nsec = (at.tv_nsec + ts.tv_nsec) % 1000000000;
+        pthread_mutex_unlock(&e->mtx);
+        (void)syscall(SYS_futex_waitv, w, 2, 0, left_ms >= 0 ? &at : NULL, CLOCK_MONOTONIC);
+        pthread_mutex_lock(&e->mtx);
+        c->sleeping = 0;
+        return;
+    }
+#endif
+    pthread_mutex_unlock(&e->mtx);
+    (void)syscall(SYS_futex, &c->wake_seq, FUTEX_WAIT_PRIVATE, seen, left_ms >= 0 ? &ts : NULL,
+                  NULL, 0);
+    pthread_mutex_lock(&e->mtx);
+    c->sleeping = 0;
+}
+
+/* timed_wait sleeps on c (call_sleep) until at most until_ms (at most 200 ms at a time); under
+ * e->mtx. */
 static void
 timed_wait(engine *e, eng_call *c, int64_t until_ms)
 {
     int64_t left = until_ms - rpc_now_ms();
-    struct timespec ts;
     if (left <= 0)
         return;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    left = left > 200 ? 200 : left;
-    ts.tv_nsec += (left % 1000) * 1000000;
-    ts.tv_sec += left / 1000 + ts.tv_nsec / 1000000000;
-    ts.tv_nsec %= 1000000000;
-    pthread_cond_timedwait(&c->cv, &e->mtx, &ts);
+    call_sleep(e, c, left > 200 ? 200 : left);
 }
 
 /* call_wait copies c's local pairs and waits until c completes, fails or passes its deadline;
@@ -778,7 +876,7 @@ call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms, uint8_t 
 {
     op_op *op = c->oc.op;
 
-    while (op->status == A2A_OK && !op_call_done(&c->oc)) {
+    while (!c->left && op->status == A2A_OK && !op_call_done(&c->oc)) {
         if (c->ntodo > 0) {
             copy_local(e, op, c->todo[--c->ntodo], buf);
             continue;
@@ -814,7 +912,7 @@ unpin_wait(engine *e, eng_call *c, int64_t deadline)
             released = 1;
         }
         if (released) {
-            pthread_cond_wait(&c->cv, &e->mtx);
+            call_sleep(e, c, -1);
             continue;
         }
         timed_wait(e, c, until);
@@ -1048,6 +1146,13 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
     engine_run(e, &o);
     link_flush(e); /* READY and eager slices leave from this thread, now */
     call_wait(e, c, deadline, timeout_ms, &buf);
+    if (c->left) { /* answered early, and out of the operation already (leave_answered) */
+        op_out_fini(&o);
+        free(c->todo);
+        c->todo = NULL;
+        free(buf);
+        return A2A_OK;
+    }
     c->oc.finished = 1;
     link_drop_call(e, c);
     unpin_wait(e, c, deadline);
@@ -1140,7 +1245,8 @@ a2a_status
 engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t *next, char *err,
                       size_t errlen)
 {
-    eng_call c = {.a = a, .sess = a->job.sess, .done = done};
+    eng_call c = {
+        .a = a, .sess = a->job.sess, .done = done, .bell = done != NULL ? done->bell : NULL};
     int64_t timeout = a->timeout_ms > 0 ? a->timeout_ms : ENGINE_DEFAULT_TIMEOUT_MS;
     int64_t unused, deadline;
     a2a_status st;
@@ -1176,7 +1282,6 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
     pre_read(&c);
     c.oc.pre = c.pre;
     c.oc.pre_at = c.pre_at;
-    pthread_cond_init(&c.cv, NULL);
     pthread_mutex_lock(&e->mtx);
     if (e->stopping) {
         st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE, "worker %s is stopping", e->self->name);
@@ -1199,7 +1304,6 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
         st = call_run(e, g, &c, deadline, timeout, next, err, errlen);
     }
     pthread_mutex_unlock(&e->mtx);
-    pthread_cond_destroy(&c.cv);
     free(c.pre);
     free(c.pre_at);
     return st;

@@ -102,6 +102,9 @@ typedef struct engine_done {
     void *arg;
     int called;
     int64_t next; /* set before fn: the number of the rank's next call */
+    /* the doorbell the job rings with its next request (a shared futex word), or NULL: the
+     * caller's thread, whose call was answered early, sleeps until then (chan.c) */
+    const uint32_t *bell;
 } engine_done;
 
 /* engine_alltoallv_done is engine_alltoallv with an early answer (done may be NULL). When

@@ -77,7 +77,16 @@ struct eng_call {
     const wire_a2av *a;
     xfer_sess *sess;
     int pins; /* transfers using its memory right now */
-    pthread_cond_t cv;
+    /* Its thread sleeps on wake_seq (a private futex word) and, in a job channel's call, on
+     * the channel's doorbell too (bell, a shared futex word the job rings with its next
+     * request): engine_call_notify bumps wake_seq. A call answered early (engine_done) is not
+     * notified: its thread, whose work is over, sleeps on until the job's next request rings
+     * (one wake-up of the channel thread per operation instead of two). Under e->mtx. */
+    uint32_t wake_seq;
+    int sleeping;               /* its thread is in call_sleep */
+    const uint32_t *bell;       /* NULL: none (an RPC call) */
+    int left;                   /* answered early and gone from its operation (engine_run's tail) */
+    struct eng_call *next_left; /* engine.left: answered early, to leave at engine_run's end */
     uint8_t *pre;     /* the eager slices' bytes, read before the call entered (or NULL) */
     uint64_t *pre_at; /* by group rank: where in pre, or UINT64_MAX: not eager */
     eng_pair *todo;   /* local pairs into this call, for its own thread to copy (n at most) */
@@ -85,6 +94,9 @@ struct eng_call {
     engine_done *done; /* the early answer, or NULL */
     int ask_local;     /* ask_where failed, but the rank is known here: number the call here */
 };
+
+/* engine_call_notify wakes c's thread (it sleeps on wake_seq); under e->mtx. */
+void engine_call_notify(eng_call *c);
 
 /* EC: the engine's call around a state machine's call. */
 #define EC(c) ((eng_call *)(c))
@@ -120,6 +132,9 @@ struct engine {
     early_store early;  /* frames of groups or epochs not resolved yet (group.h) */
     uint64_t late_data; /* DATA frames dropped: their call had gone, or never was here */
     int stopping;
+    int run_depth;  /* engine_run calls in progress on the lock's holder */
+    eng_call *left; /* calls answered early, to leave their operation at engine_run's end */
+    int waitv;      /* futex_waitv works here (a call's thread can sleep on its channel) */
     rpc_client *coord;
     int registered;
     wsock_listener *listener;

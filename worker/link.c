@@ -451,7 +451,7 @@ sender_chunk(engine *e, eng_peer *p, eng_sender *x)
     p->chunk_call = NULL;
     shm_put(e, m);
     if (--c->pins == 0)
-        pthread_cond_broadcast(&c->cv);
+        engine_call_notify(c);
     if (last)
         free(s);
     if (rv < 0) {

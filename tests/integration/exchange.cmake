@@ -63,6 +63,19 @@ a2a_exchange_test(threads 2x2)
 # a job that exits without a2a_job_close: the worker's channel threads end
 a2a_exchange_test(orphan 1x1)
 a2a_exchange_test(reopen 2x2)
+# a worker without futex_waitv (a kernel before 5.16, or a seccomp profile that refuses it):
+# each answer from another thread wakes the channel's thread, as before the doorbell; the
+# worker says which way it runs at start (the debug log, shown by A2A_LAUNCH_VERBOSE)
+foreach(mode random threads)
+  set(name integration.exchange.${mode}.2x2.nowaitv)
+  add_test(NAME ${name}
+    COMMAND bash -c "out=$(\"$@\" 2>&1); rc=$?; printf '%s\\n' \"$out\"; [ $rc -eq 0 ] && grep -q 'channel threads are woken by every answer' <<<\"$out\"" _
+            $<TARGET_FILE:a2a-launch> --workers 2 --ranks-per-worker 2 --
+            $<TARGET_FILE:exchange_check> ${mode} 1234 6)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS integration
+    ENVIRONMENT "A2A_NO_WAITV=1;A2A_LOG_LEVEL=debug;A2A_LAUNCH_VERBOSE=1"
+    FAIL_REGULAR_EXPRESSION "FAILED;sleep through answers")
+endforeach()
 a2a_exchange_rpc_test(random 2x2 1234 6)
 a2a_exchange_rpc_test(mismatch 2x2)
 a2a_exchange_rpc_test(invalid 2x2)

@@ -403,6 +403,60 @@ test_futex_between_processes(void)
     munmap(shared, SHMCHAN_SIZE);
 }
 
+/* the doorbell: the job's ring (another process) ends the worker's bell wait at once; the
+ * worker's wake of the state word (its reply, for the job) does not end it; a close rings it */
+static void
+test_doorbell(void)
+{
+    uint8_t *shared =
+        mmap(NULL, SHMCHAN_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int64_t t0, took;
+    int status = 0;
+    uint32_t b;
+    pid_t child;
+
+    CU_ASSERT_FATAL(shared != MAP_FAILED);
+    shmchan_init(shared, SHMCHAN_SIZE);
+    b = shmchan_bell(shared);
+    CU_ASSERT_EQUAL(b, 0);
+    CU_ASSERT_PTR_EQUAL(shmchan_bell_word(shared), &((shmchan_hdr *)shared)->bell);
+    if ((child = fork()) == 0) {
+        usleep(100000);
+        shmchan_wake(shared); /* the state word's sleeper is the job: not this wait */
+        usleep(200000);
+        shmchan_cas(shared, SHMCHAN_IDLE, SHMCHAN_REQUEST, NULL);
+        shmchan_ring(shared);
+        _exit(0);
+    }
+    CU_ASSERT_FATAL(child > 0);
+    t0 = now_ms();
+    while (shmchan_bell(shared) == b && now_ms() - t0 < 5000)
+        shmchan_bell_wait(shared, b, 5000);
+    took = now_ms() - t0;
+    CU_ASSERT_EQUAL(shmchan_bell(shared), b + 1);
+    CU_ASSERT_EQUAL(shmchan_state(shared), SHMCHAN_REQUEST); /* the state before the ring */
+    CU_ASSERT(took >= 250 && took < 2500);                   /* the ring ended it, not the wake */
+    waitpid(child, &status, 0);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    t0 = now_ms();
+    shmchan_bell_wait(shared, b, 3000); /* the bell differs: no sleep at all */
+    CU_ASSERT(now_ms() - t0 < 1000);
+    b = shmchan_bell(shared);
+    if ((child = fork()) == 0) {
+        usleep(100000);
+        shmchan_close(shared); /* the job's close wakes the worker's thread too */
+        _exit(0);
+    }
+    CU_ASSERT_FATAL(child > 0);
+    t0 = now_ms();
+    while (shmchan_bell(shared) == b && now_ms() - t0 < 5000)
+        shmchan_bell_wait(shared, b, 5000);
+    CU_ASSERT(now_ms() - t0 < 2500);
+    CU_ASSERT_EQUAL(shmchan_state(shared), SHMCHAN_CLOSED);
+    waitpid(child, &status, 0);
+    munmap(shared, SHMCHAN_SIZE);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -427,6 +481,7 @@ main(int argc, char **argv)
         {"reply for its request only", test_reply},
         {"OpenChannel reply", test_open_reply},
         {"futex between processes", test_futex_between_processes},
+        {"doorbell", test_doorbell},
     };
     int rc;
     if ((mem = aligned_alloc(4096, SHMCHAN_SIZE)) == NULL)

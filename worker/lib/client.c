@@ -1646,7 +1646,7 @@ chan_call(a2a_job *job, job_chan *c, const wire_a2av *w, int *served, int *keep,
         shmchan_req_write(c->mem, SHMCHAN_SIZE, ++c->seq, w) != 0 ||
         !shmchan_cas(c->mem, s, SHMCHAN_REQUEST, NULL))
         return A2A_OK; /* closed by the worker */
-    shmchan_wake(c->mem);
+    shmchan_ring(c->mem);
     /* no spinning before the sleep: on 2 vCPUs a sched_yield spin of 50-200 rounds gained
      * little at 1x1 and cost up to 40 % at 2x2 (measured with a2a-bench -p uniform) */
     while (shmchan_state(c->mem) == SHMCHAN_REQUEST) {
