@@ -919,25 +919,18 @@ unpin_wait(engine *e, eng_call *c, int64_t deadline)
     }
 }
 
-/* ask_where asks the member workers where g is for c, a new job's first call (op_ask), and
- * waits for their answers until deadline; A2A_OK with *num, or the failure with err. Under
- * e->mtx. */
-static a2a_status
-ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_ms, uint64_t *num,
-          char *err, size_t errlen)
+/* ask_answers sends c's question (op_ask) and waits for the answers until deadline: 1 when
+ * they came (c->oc.ask_st says how the ask ended), 0 when no member worker is remote (nothing
+ * asked), -1 out of memory. Under e->mtx. */
+static int
+ask_answers(engine *e, op_group *g, eng_call *c, int64_t deadline)
 {
     op_out o;
     int r;
-    a2a_status st = A2A_OK;
 
     op_out_init(&o);
     r = op_ask(&o, g, &c->oc);
     engine_run(e, &o);
-    if (r < 0) {
-        op_out_fini(&o);
-        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "worker %s is out of memory",
-                           e->self->name);
-    }
     while (r > 0 && c->oc.asking) {
         int64_t left = deadline - rpc_now_ms();
         if (left <= 0 || e->stopping) {
@@ -962,10 +955,28 @@ ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout
         }
         timed_wait(e, c, deadline);
     }
+    op_out_fini(&o);
+    return r;
+}
+
+/* ask_where asks the member workers where g is for c, a new job's first call (op_ask), and
+ * waits for their answers until deadline; A2A_OK with *num, or the failure with err. Under
+ * e->mtx. */
+static a2a_status
+ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_ms, uint64_t *num,
+          char *err, size_t errlen)
+{
+    int r;
+    a2a_status st = A2A_OK;
+
+    r = ask_answers(e, g, c, deadline);
+    if (r < 0)
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "worker %s is out of memory",
+                           e->self->name);
     if (r > 0 && c->oc.ask_st != A2A_OK)
         st = status_fail(err, errlen, c->oc.ask_st, "%s", c->oc.ask_msg);
     if (st == A2A_OK) {
-        int wait = 0;
+        int wait = 0, late;
         int64_t patience =
             timeout_ms / 2 < ENGINE_ASK_PATIENCE_MS ? timeout_ms / 2 : ENGINE_ASK_PATIENCE_MS;
         int64_t until = rpc_now_ms() + patience;
@@ -975,7 +986,23 @@ ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout
                !g->retired)
             timed_wait(e, c, until);
         /* late to the operation they failed without us, when no frame of *num came */
-        *num = op_ask_take(g, &c->oc, *num, wait && op_get(g, *num, 0) == NULL);
+        late = wait && op_get(g, *num, 0) == NULL;
+        /* an orphan's replacement about to take its dead job's operation: did the others
+         * call *num meanwhile (op_ask_again)? */
+        if (op_ask_again(g, &c->oc, *num, late) && !g->retired && !e->stopping) {
+            uint64_t first = *num;
+            (void)op_ask_end(g, &c->oc); /* not retired: g stays */
+            r = ask_answers(e, g, c, deadline);
+            if (r > 0 && op_get(g, first, 0) == NULL && op_ask_moved(&c->oc, first)) {
+                log_debug("group \"%s\": the others called operation %llu without the first "
+                          "call of world rank %lld's new job: it is that call's",
+                          g->name, (unsigned long long)first, (long long)g->world[c->oc.grank]);
+                late = 0;
+            }
+            if (op_get(g, first, 0) != NULL)
+                late = 0; /* a frame of it came meanwhile */
+        }
+        *num = op_ask_take(g, &c->oc, *num, late);
     }
     if (g->retired && st == A2A_OK)
         st = status_fail(err, errlen, A2A_ERR_UNAVAILABLE,
@@ -986,7 +1013,6 @@ ask_where(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout
      * the call here after all (g stays) */
     c->ask_local = st != A2A_OK && !g->retired && !e->stopping && g->seq.known[c->oc.lidx];
     (void)op_ask_end(g, &c->oc); /* may free g when it retired */
-    op_out_fini(&o);
     return st;
 }
 

@@ -1299,6 +1299,20 @@ op_ask_take(const op_group *g, const op_call *c, uint64_t n, int late)
 }
 
 int
+op_ask_again(const op_group *g, const op_call *c, uint64_t n, int late)
+{
+    size_t l = (size_t)c->lidx;
+    return late && l < g->seq.nlocal && g->seq.orphaned[l] &&
+           op_ask_take(g, c, n, 1) < op_ask_take(g, c, n, 0);
+}
+
+int
+op_ask_moved(const op_call *c, uint64_t first)
+{
+    return c->ask_st == A2A_OK && (c->ask_num > (int64_t)first || c->ask_busy >= (int64_t)first);
+}
+
+int
 op_ask_end(op_group *g, op_call *c)
 {
     for (op_call **pp = &g->asks; *pp != NULL; pp = &(*pp)->ask_next)

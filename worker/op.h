@@ -357,6 +357,22 @@ uint64_t op_ask_number(const op_group *g, const op_call *c, int *wait);
  * patience above ran out without a frame of n). Never a number an earlier job of the rank took
  * here, unless that operation failed: the call is then its latecomer, as the others were. */
 uint64_t op_ask_take(const op_group *g, const op_call *c, uint64_t n, int late);
+/*
+ * op_ask_again: 1 when c, late to n (the patience ran out without a frame of it), should ask
+ * the member workers again before taking n - 1: it replaces a job that went away in n - 1 here
+ * (orphaned), and would take that operation as its latecomer, which is right when the others
+ * wait outside a2a for this rank to redo that round (lockstep: a replacement that read the
+ * barrier before their call of the round failed), wrong when they called n meanwhile and it
+ * failed there before any frame of it left (a group change): they did not wait, and this
+ * call's round is n (the campaign's stuck window of seed 7127, RELIABILITY.md). Only for an
+ * orphan's replacement: a first job late to what the others failed without it stays its
+ * latecomer whatever they did since, or its calls would meet their next ones.
+ */
+int op_ask_again(const op_group *g, const op_call *c, uint64_t n, int late);
+/* op_ask_moved: the answers of that second ask (op_ask again) say the others called first
+ * meanwhile: a worker's highest number is past it, or a rank of it is in it now (HERE bit 2).
+ * Then c takes first (op_ask_take with late 0). */
+int op_ask_moved(const op_call *c, uint64_t first);
 /* op_ask_end takes c out of g's asks (once its ask ended, or to give up); 1 when g itself was
  * freed (retired, nothing left in it). */
 int op_ask_end(op_group *g, op_call *c);

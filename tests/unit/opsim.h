@@ -62,6 +62,8 @@ typedef struct {
     int asking;  /* its call asks where the group is (op_ask), before it has a number */
     int patient; /* its ask ended idle: it waits for the others' frames of patient_num */
     uint64_t patient_num;
+    int reasking;     /* patience ran out, late to patient_num - 1 as an orphan's replacement: it
+                       * asks again whether the others called patient_num meanwhile (ask_where) */
     int64_t job_next; /* the job's next number (-1: first call) */
     int job_failed;
     a2a_status st[MAXK];
@@ -111,6 +113,8 @@ typedef struct {
     int restarts[MAXW]; /* times each worker restarted (its incarnation) */
     int lockstep;       /* ranks call round k only when every rank returned from round k - 1, faults
                            come in rounds 0 and 1 only, and the last round must be OK everywhere */
+    int no_reask;       /* an orphan's replacement late to its dead job's operation takes it
+                           without asking again (ask_where before the re-ask: OP_NO_REASK=1) */
     char err[512];      /* the first broken invariant */
 } sim;
 
@@ -173,6 +177,7 @@ sim_init(sim *S, size_t n, size_t nw, const int *where, size_t K, int faults, un
     S->faults = faults;
     S->kills = sim_jobkills;
     S->lockstep = sim_lockstep;
+    S->no_reask = getenv("OP_NO_REASK") != NULL && atoi(getenv("OP_NO_REASK")) != 0;
     for (size_t w = 0; w < nw; w++)
         S->names[w] = wnames[w];
     for (size_t w = 0; w < nw; w++) {
@@ -584,7 +589,7 @@ jobkill(sim *S, int i)
         R->file = file_of(S, (size_t)i); /* the dead job's last word */
         R->nojob = 1;
     }
-    R->in_call = R->asking = R->patient = 0;
+    R->in_call = R->asking = R->patient = R->reasking = 0;
     R->ntodo = 0;
     memset(&R->oc, 0, sizeof(R->oc));
     R->job_next = -1;
@@ -652,7 +657,23 @@ arrive(sim *S, int i)
     int64_t job_next = R->job_next;
     int lost = 0; /* engine.c's call_run: the ask failed for a lost member worker */
 
-    if (R->asking) { /* its ask ended: failed (the call returns, not numbered), or its number */
+    if (R->asking && R->reasking) { /* engine.c ask_where: the second ask's answers */
+        uint64_t first = R->patient_num;
+        int late = op_get(g, first, 0) == NULL;
+        k = R->k - 1;
+        R->asking = R->reasking = R->patient = 0;
+        if (late && op_ask_moved(&R->oc, first))
+            late = 0; /* the others called it meanwhile: its round */
+        if (getenv("OP_TRACE"))
+            fprintf(stderr,
+                    "    -> rank %d re-asked: answers %lld (busy %lld), %s operation %llu%s\n",
+                    R->id, (long long)R->oc.ask_num, (long long)R->oc.ask_busy,
+                    late ? "late to the one before" : "takes", (unsigned long long)first,
+                    R->oc.ask_st != A2A_OK ? " (the ask failed)" : "");
+        job_next = (int64_t)op_ask_take(g, &R->oc, first, late);
+        (void)op_ask_end(g, &R->oc);
+    } else if (R->asking) { /* its ask ended: failed (the call returns, not numbered), or its number
+                             */
         k = R->k - 1;
         R->asking = 0;
         if (R->oc.ask_st != A2A_OK && g->seq.known[l] && !(R->ghost && R->seen)) {
@@ -679,8 +700,24 @@ arrive(sim *S, int i)
             }
             job_next = (int64_t)op_ask_take(g, &R->oc, t, 0);
         } else { /* the others' frames came, or (stuck_calls) patience ran out */
-            job_next = (int64_t)op_ask_take(g, &R->oc, R->patient_num,
-                                            op_get(g, R->patient_num, 0) == NULL);
+            int late = op_get(g, R->patient_num, 0) == NULL;
+            if (!S->no_reask && op_ask_again(g, &R->oc, R->patient_num, late)) {
+                int r;
+                (void)op_ask_end(g, &R->oc); /* engine.c ask_where: ask again */
+                op_out_init(&o);
+                r = op_ask(&o, g, &R->oc);
+                run(S, R->w, &o);
+                op_out_fini(&o);
+                if (r < 0)
+                    abort();
+                if (r > 0) {
+                    R->asking = 1;
+                    R->reasking = 1;
+                    R->patient = 0;
+                    return;
+                }
+            }
+            job_next = (int64_t)op_ask_take(g, &R->oc, R->patient_num, late);
             R->patient = 0;
         }
         (void)op_ask_end(g, &R->oc);
@@ -1035,6 +1072,7 @@ restart(sim *S, int w)
             R->returned[R->k - 1]++;
             R->asking = 0;
             R->patient = 0;
+            R->reasking = 0;
             (void)op_ask_end(old, &R->oc);
             continue;
         }
@@ -1323,7 +1361,7 @@ fingerprint(const sim *S)
         h = mix64(h, (uint64_t)R->k << 32 ^ (uint64_t)R->in_call << 16 ^ (uint64_t)R->job_failed);
         h = mix64(h, (uint64_t)R->job_next);
         if (R->asking) {
-            h = mix64(h, (uint64_t)R->patient << 56 ^ R->patient_num);
+            h = mix64(h, (uint64_t)R->patient << 56 ^ (uint64_t)R->reasking << 60 ^ R->patient_num);
             h = mix64(h, (uint64_t)R->oc.asking << 48 ^ R->oc.ask_left << 32 ^
                              (uint64_t)R->oc.ask_st << 24 ^ R->oc.ask_token);
             h = mix64(h, (uint64_t)R->oc.ask_num);

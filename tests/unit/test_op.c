@@ -545,6 +545,104 @@ test_ask_busy_below(void)
     }
 }
 
+/* group rank 0's job (w0, with rank 1; rank 2 on w1) went away in operation 1 here, which
+ * failed (orphans_fail: orphaned). Its replacement asks; w1 answers 2, idle (rank 2's 1 failed
+ * too); no frame of 2 comes within the patience, so the call would be the latecomer of 1 (a
+ * lockstep replacement redoing its dead job's round while the others wait for it):
+ * op_ask_again says ask again first. The second answers decide: 2 idle again (they still wait)
+ * keeps 1; 3 (rank 2 called 2 meanwhile and it failed there) or 2 with rank 2 in it takes 2,
+ * the round after the dead job's (the campaign's stuck window of seed 7127); a second ask that
+ * fails keeps 1. Without the orphan mark (the earlier job left between operations) there is
+ * no second ask. */
+static void
+test_ask_again(void)
+{
+    static const struct {
+        int orphaned;
+        int64_t count; /* the second answer (-2: the second ask fails) */
+        int idle;
+        int again, moved;
+        uint64_t take;
+    } cases[] = {
+        {1, 2, 1, 1, 0, 1},  {1, 3, 1, 1, 1, 2}, {1, 2, 1 | 4, 1, 1, 2},
+        {1, -2, 0, 1, 0, 1}, {0, 3, 1, 0, 0, 2},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const char *names[] = {"w0", "w1"};
+        op_env env = {.self = "w0", .workers = names, .nworkers = 2};
+        op_group *g = calloc(1, sizeof(*g));
+        op_call c;
+        op_out o;
+        int64_t world[] = {0, 1};
+        int wait = -1;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        memset(&c, 0, sizeof(c));
+        g->env = &env;
+        snprintf(g->name, sizeof(g->name), "g");
+        g->epoch = 7;
+        g->n = 3;
+        g->world = calloc(3, sizeof(int64_t));
+        g->peer = calloc(3, sizeof(int));
+        g->lidx = calloc(3, sizeof(int));
+        CU_ASSERT_FATAL(g->world != NULL && g->peer != NULL && g->lidx != NULL);
+        for (int r = 0; r < 3; r++) {
+            g->world[r] = r;
+            g->peer[r] = r < 2 ? -1 : 1;
+            g->lidx[r] = r < 2 ? r : -1;
+        }
+        g->nlocal = 2;
+        CU_ASSERT_EQUAL_FATAL(group_seq_init(&g->seq, 2, world), 0);
+        op_out_init(&o);
+        for (size_t l = 0; l < 2; l++) { /* operation 0: done by both */
+            CU_ASSERT_EQUAL(group_seq_begin(&g->seq, l, 0, 0), 0);
+            group_seq_end(&g->seq, l, 0, A2A_OK);
+        }
+        for (size_t l = 0; l < 2; l++) /* both in operation 1 */
+            CU_ASSERT_EQUAL(group_seq_begin(&g->seq, l, 1, 0), 1);
+        op_op *op = op_get(g, 1, 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(op);
+        op_fail(&o, op, A2A_ERR_UNAVAILABLE, 1, "the job of group rank 0 ended");
+        g->seq.orphaned[0] = cases[k].orphaned; /* as engine.c's orphans_fail marks it */
+        for (size_t l = 0; l < 2; l++)
+            group_seq_end(&g->seq, l, 1, op->status);
+        (void)group_sweep(g);
+        c.grank = 0;
+        c.lidx = 0;
+        CU_ASSERT_EQUAL_FATAL(op_ask(&o, g, &c), 1);
+        frame here = ask_frame(FRAME_HERE, 2, 1 | 2, c.ask_token);
+        op_where(&o, g, 1, &here);
+        CU_ASSERT_EQUAL(c.asking, 0);
+        uint64_t n = op_ask_number(g, &c, &wait);
+        CU_ASSERT_EQUAL(n, 2);
+        CU_ASSERT_EQUAL(wait, 1);
+        /* the patience ran out: no frame of 2 */
+        CU_ASSERT_PTR_NULL(op_get(g, 2, 0));
+        CU_ASSERT_EQUAL(op_ask_again(g, &c, n, 1), cases[k].again);
+        CU_ASSERT_EQUAL(op_ask_again(g, &c, n, 0), 0); /* a frame came: nothing to ask */
+        int late = 1;
+        if (op_ask_again(g, &c, n, late)) {
+            CU_ASSERT_EQUAL(op_ask_take(g, &c, n, 1), 1); /* without the second ask */
+            (void)op_ask_end(g, &c);
+            CU_ASSERT_EQUAL_FATAL(op_ask(&o, g, &c), 1);
+            if (cases[k].count == -2) {
+                op_ask_fail(&o, &c, A2A_ERR_UNAVAILABLE, "w1 was lost");
+            } else {
+                frame again = ask_frame(FRAME_HERE, cases[k].count, cases[k].idle | 2, c.ask_token);
+                op_where(&o, g, 1, &again);
+            }
+            CU_ASSERT_EQUAL(c.asking, 0);
+            CU_ASSERT_EQUAL(op_ask_moved(&c, n), cases[k].moved);
+            if (op_ask_moved(&c, n))
+                late = 0;
+        }
+        CU_ASSERT_EQUAL(op_ask_take(g, &c, n, late), cases[k].take);
+        (void)op_ask_end(g, &c);
+        op_out_fini(&o);
+        (void)group_sweep(g);
+        group_free(g);
+    }
+}
+
 /* a WHERE is answered with HERE bit 2 while a local rank is in the operation of the answer,
  * not once it left it (its next call is the answer then), nor when that operation failed */
 static void
@@ -1668,6 +1766,7 @@ static const cu_test tests[] = {
     {"older_epoch", test_older_epoch},
     {"latecomer", test_latecomer},
     {"ask_busy_below", test_ask_busy_below},
+    {"ask_again", test_ask_again},
     {"where_in", test_where_in},
     {"joined", test_joined},
     {"ready_expired", test_ready_expired},
