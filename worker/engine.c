@@ -19,6 +19,7 @@
 #include "xfer.h"
 
 static void engine_register(engine *e, int64_t timeout_ms);
+static void prior_load(engine *e);
 
 /* waitv_works: futex_waitv(2) (Linux 5.16) is there and allowed (a seccomp profile may refuse
  * it): with no waiters it fails EINVAL, where it is missing ENOSYS or EPERM. */
@@ -93,6 +94,7 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
         e->peers[i].w = &e->wtab[i];
         pthread_cond_init(&e->peers[i].cv, NULL);
     }
+    prior_load(e);
     if ((st = rpc_client_alloc(&e->coord, cfg->coordinator_url, &sec->client, err, errlen)) !=
         A2A_OK) {
         engine_free(e);
@@ -152,6 +154,7 @@ engine_free(engine *e)
     free(e->peers);
     free(e->names);
     free(e->wtab);
+    free(e->prior);
     pthread_mutex_destroy(&e->mtx);
     free(e);
 }
@@ -305,6 +308,117 @@ engine_workers_seen(engine *e, const wire_group *world)
     free(listed);
 }
 
+/* ---- the state file: which local ranks had a job on which group ----
+ *
+ * SOCKET.ranks, beside the local socket (0600), one line per world rank and group name: "RANK
+ * NAME\n", appended when a rank's job first calls on a group in this worker's life, read back
+ * when it starts. A new job of such a rank is then a replacement even when the restart wiped
+ * everything else this worker knew of it and no peer heard of it (op_ask_number, seq.prior).
+ * A line that does not parse, names a rank of another worker or an invalid group name is
+ * skipped with a warning; at most ENGINE_PRIOR_MAX records. */
+
+static eng_prior *
+prior_find(engine *e, const char *group, int64_t rank)
+{
+    for (size_t i = 0; i < e->nprior; i++)
+        if (e->prior[i].rank == rank && strcmp(e->prior[i].group, group) == 0)
+            return &e->prior[i];
+    return NULL;
+}
+
+static eng_prior *
+prior_add(engine *e, const char *group, int64_t rank, int before)
+{
+    eng_prior *p = prior_find(e, group, rank);
+    if (p != NULL)
+        return p;
+    if (e->nprior >= ENGINE_PRIOR_MAX) {
+        if (!e->prior_warned)
+            log_warn("state file %s: %d records already; ranks' jobs on more groups are not "
+                     "recorded",
+                     e->prior_path, ENGINE_PRIOR_MAX);
+        e->prior_warned = 1;
+        return NULL;
+    }
+    if (e->prior == NULL && (e->prior = calloc(ENGINE_PRIOR_MAX, sizeof(*e->prior))) == NULL)
+        return NULL;
+    p = &e->prior[e->nprior++];
+    snprintf(p->group, sizeof(p->group), "%s", group);
+    p->rank = rank;
+    p->before = before;
+    return p;
+}
+
+/* prior_load reads the state file of an earlier run of this worker, if any. */
+static void
+prior_load(engine *e)
+{
+    char line[A2A_GROUP_NAME_MAX + 64], name[A2A_GROUP_NAME_MAX + 1];
+    size_t nline = 0, bad = 0;
+    FILE *f;
+
+    if (e->self->socket[0] == '\0')
+        return;
+    snprintf(e->prior_path, sizeof(e->prior_path), "%s.ranks", e->self->socket);
+    if ((f = fopen(e->prior_path, "re")) == NULL) {
+        if (errno != ENOENT)
+            log_warn("state file %s: %s: new jobs of this worker's ranks count as their first",
+                     e->prior_path, strerror(errno));
+        return;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        int64_t rank = -1;
+        size_t len = strlen(line);
+        nline++;
+        if (group_state_parse(line, len, &rank, name) != 0 || !engine_owns(e, rank)) {
+            bad++;
+            while (len > 0 && line[len - 1] != '\n' && fgets(line, sizeof(line), f) != NULL)
+                len = strlen(line); /* the rest of an overlong line */
+            continue;
+        }
+        (void)prior_add(e, name, rank, 1);
+    }
+    /* a last line cut short (a crash in the middle of a write): the next record starts a
+     * line of its own */
+    e->prior_partial = fseek(f, -1, SEEK_END) == 0 && fgetc(f) != '\n';
+    fclose(f);
+    if (bad > 0)
+        log_warn("state file %s: %zu of %zu lines skipped (not \"RANK GROUP\" of a rank of "
+                 "worker %s)",
+                 e->prior_path, bad, nline, e->self->name);
+    log_debug("state file %s: %zu ranks' jobs on groups before this start", e->prior_path,
+              e->nprior);
+}
+
+/* prior_note records that world rank's job calls on group (once per worker life); under
+ * e->mtx. */
+static void
+prior_note(engine *e, const char *group, int64_t rank)
+{
+    char line[A2A_GROUP_NAME_MAX + 64];
+    int fd, len;
+
+    if (e->prior_path[0] == '\0' || prior_find(e, group, rank) != NULL ||
+        prior_add(e, group, rank, 0) == NULL)
+        return;
+    if (e->prior_partial)
+        line[0] = '\n';
+    if ((len = group_state_format(line + e->prior_partial, sizeof(line) - 1, rank, group)) < 0)
+        return;
+    len += e->prior_partial;
+    fd = open(e->prior_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, line, (size_t)len) != len) {
+        if (!e->prior_warned)
+            log_warn("state file %s: %s: a restart of this worker will forget which ranks had "
+                     "jobs",
+                     e->prior_path, strerror(errno));
+        e->prior_warned = 1;
+    } else
+        e->prior_partial = 0;
+    if (fd >= 0)
+        close(fd);
+}
+
 /* group_build makes an op_group from a resolved group; NULL with err. */
 static op_group *
 group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
@@ -348,6 +462,10 @@ group_build(engine *e, const wire_group *wg, char *err, size_t errlen)
     if (group_seq_init(&g->seq, g->nlocal, local) != 0) {
         status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
         goto fail;
+    }
+    for (size_t l = 0; l < g->nlocal; l++) {
+        const eng_prior *p = prior_find(e, g->name, local[l]);
+        g->seq.prior[l] = p != NULL && p->before;
     }
     free(local);
     return g;
@@ -1098,6 +1216,8 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
     }
     int64_t job_next = c->a->op_next;
     char lost[sizeof(c->oc.ask_msg)] = "";
+    if (!g->seq.known[l]) /* the rank's first call on g here: its record survives a restart */
+        prior_note(e, g->name, g->world[c->oc.grank]);
     if (job_next < 0) { /* a new job: where are the others? */
         uint64_t asked = 0;
         c->oc.earlier = (uint64_t)(-1 - job_next); /* its calls that failed before numbering */

@@ -111,6 +111,17 @@ typedef struct eng_map {
     int dead;           /* being unmapped: no new users */
 } eng_map;
 
+/* ENGINE_PRIOR_MAX: records of the state file (which local ranks ever had a job on which
+ * group name) kept and read back; past it, nothing more is recorded */
+#define ENGINE_PRIOR_MAX 4096
+
+/* A local world rank that had a job calling on a group of this name. */
+typedef struct {
+    char group[A2A_GROUP_NAME_MAX + 1];
+    int64_t rank;
+    int before; /* read from the state file: before this worker started */
+} eng_prior;
+
 struct engine {
     pthread_mutex_t mtx; /* everything below */
     const cfg_cluster *cfg;
@@ -135,6 +146,13 @@ struct engine {
     int run_depth;  /* engine_run calls in progress on the lock's holder */
     eng_call *left; /* calls answered early, to leave their operation at engine_run's end */
     int waitv;      /* futex_waitv works here (a call's thread can sleep on its channel) */
+    /* the state file beside the local socket (SOCKET.ranks): the ranks that had a job on a group
+     * survive a restart of this worker (op_ask_number: a new job of such a rank replaces one) */
+    char prior_path[CFG_SOCKET_MAX + 8]; /* "" without a local socket */
+    eng_prior *prior;
+    size_t nprior;
+    int prior_warned;
+    int prior_partial; /* its last line has no newline */
     rpc_client *coord;
     int registered;
     wsock_listener *listener;

@@ -1,9 +1,12 @@
 /* group.c - the numbering rules of a group's operations, and the store of early frames. */
 #include "group.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/config.h"
 
 int
 group_seq_init(group_seq *gs, size_t nlocal, const int64_t *world)
@@ -19,8 +22,9 @@ group_seq_init(group_seq *gs, size_t nlocal, const int64_t *world)
     gs->jump_after = calloc(nlocal, sizeof(*gs->jump_after));
     gs->known = calloc(nlocal, sizeof(*gs->known));
     gs->orphaned = calloc(nlocal, sizeof(*gs->orphaned));
+    gs->prior = calloc(nlocal, sizeof(*gs->prior));
     if (gs->world == NULL || gs->next == NULL || gs->busy == NULL || gs->jump == NULL ||
-        gs->jump_after == NULL || gs->known == NULL || gs->orphaned == NULL)
+        gs->jump_after == NULL || gs->known == NULL || gs->orphaned == NULL || gs->prior == NULL)
         return -1;
     memcpy(gs->world, world, nlocal * sizeof(*world));
     return 0;
@@ -36,8 +40,10 @@ group_seq_fini(group_seq *gs)
     free(gs->jump_after);
     free(gs->known);
     free(gs->orphaned);
+    free(gs->prior);
     gs->known = NULL;
     gs->orphaned = NULL;
+    gs->prior = NULL;
     gs->world = NULL;
     gs->next = NULL;
     gs->busy = NULL;
@@ -49,6 +55,10 @@ group_seq_fini(group_seq *gs)
 void
 group_seq_carry(group_seq *gs, const group_seq *old)
 {
+    for (size_t i = 0; i < gs->nlocal; i++)
+        for (size_t j = 0; j < old->nlocal; j++)
+            if (gs->world[i] == old->world[j] && old->prior[j])
+                gs->prior[i] = 1;
     for (size_t i = 0; i < gs->nlocal; i++)
         for (size_t j = 0; j < old->nlocal; j++)
             if (gs->world[i] == old->world[j] && old->known[j]) {
@@ -269,6 +279,51 @@ group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st)
         gs->next[lidx] = num + 1;
     (void)st;
     gs->busy[lidx] = 0;
+}
+
+/* ---- the state file's lines ---- */
+
+int
+group_state_parse(const char *line, size_t len, int64_t *rank, char *name)
+{
+    char digits[24], why[200];
+    size_t i = 0, nlen;
+    char *end = NULL;
+    long long r;
+
+    if (len < 4 || line[len - 1] != '\n')
+        return -1;
+    while (i < len && i < sizeof(digits) - 1 && line[i] >= '0' && line[i] <= '9')
+        i++;
+    if (i == 0 || i >= len || line[i] != ' ')
+        return -1;
+    memcpy(digits, line, i);
+    digits[i] = '\0';
+    errno = 0;
+    r = strtoll(digits, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    nlen = len - 1 - (i + 1);
+    if (nlen == 0 || nlen > A2A_GROUP_NAME_MAX || memchr(line + i + 1, '\0', nlen) != NULL ||
+        cfg_check_group_name(line + i + 1, nlen, why, sizeof(why)) != 0)
+        return -1;
+    memcpy(name, line + i + 1, nlen);
+    name[nlen] = '\0';
+    *rank = (int64_t)r;
+    return 0;
+}
+
+int
+group_state_format(char *buf, size_t cap, int64_t rank, const char *name)
+{
+    char why[200];
+    size_t nlen = strlen(name);
+    int n;
+    if (rank < 0 || nlen == 0 || nlen > A2A_GROUP_NAME_MAX ||
+        cfg_check_group_name(name, nlen, why, sizeof(why)) != 0)
+        return -1;
+    n = snprintf(buf, cap, "%lld %s\n", (long long)rank, name);
+    return n < 0 || (size_t)n >= cap ? -1 : n;
 }
 
 /* ---- early frames ---- */

@@ -46,6 +46,9 @@ typedef struct {
     int *orphaned;        /* by local index: its last call's job went away in it (orphans_fail):
                            * its replacement redoes that round, so it may be that operation's
                            * latecomer (op_ask_take) */
+    int *prior;           /* by local index: a job of that rank called on a group of this name
+                           * before this worker started (its state file, engine.c): a new job
+                           * of it replaces one, it is not the rank's first (op_ask_number) */
     group_failed hist[GROUP_HISTORY];
     size_t nhist;        /* failures recorded (hist is a ring of the last GROUP_HISTORY) */
     uint64_t hint;       /* the highest number a peer's rank is in or was in (READY) */
@@ -147,6 +150,17 @@ int group_seq_in(const group_seq *gs, int64_t num);
 
 /* group_seq_end records how local rank lidx's call of operation num ended. */
 void group_seq_end(group_seq *gs, size_t lidx, uint64_t num, a2a_status st);
+
+/*
+ * A line of the worker's state file (SOCKET.ranks, engine.c): "RANK NAME\n", a world rank that
+ * had a job calling on the group NAME (which may hold spaces, not control characters: the rest
+ * of the line). group_state_parse reads the len bytes of line (with its '\n'): 0 with *rank
+ * (>= 0) and name (A2A_GROUP_NAME_MAX + 1 bytes), else -1 (no newline at its end, no rank, an
+ * invalid name). group_state_format writes the line for rank and name into buf (cap bytes,
+ * NUL-terminated): its length, or -1 when it does not fit or is not valid.
+ */
+int group_state_parse(const char *line, size_t len, int64_t *rank, char *name);
+int group_state_format(char *buf, size_t cap, int64_t rank, const char *name);
 
 /*
  * The store of frames for groups or epochs this worker has not resolved yet:

@@ -1231,12 +1231,18 @@ op_ask_number(const op_group *g, const op_call *c, int *wait)
     int idle = 0;
     int64_t here = group_seq_where(&g->seq, &idle), n = c->ask_num;
     int known = c->lidx >= 0 && (size_t)c->lidx < g->nlocal && g->seq.known[c->lidx];
+    int prior = c->lidx >= 0 && (size_t)c->lidx < g->nlocal && g->seq.prior[c->lidx];
     /* the rank's first job: its k-th call is operation k; unless a member worker saw the rank
      * join the group (HERE bit 3: its world rank was not in the epoch before): the others'
      * numbers went on without it, and no operation of the new members can complete without it,
      * so it joins them (a host added: before, its first call failed on every rank). A first
-     * call that is only late must not: it would hold the others' next call's data. */
-    if (!c->ask_heard && !known && !c->ask_joined) {
+     * call that is only late must not: it would hold the others' next call's data. Nor is it
+     * the first job when an earlier one of the rank called here before this worker restarted
+     * (seq.prior: its state file), although nobody heard of it since (it died before any frame
+     * of it left, and the restart wiped what this worker knew: the simulator's trace-less job
+     * kill), as long as somebody knows a number: else every member is new, and the rule of
+     * first jobs is the one they all keep. */
+    if (!c->ask_heard && !known && !c->ask_joined && (!prior || (n < 0 && here < 0))) {
         *wait = 0;
         return c->earlier;
     }

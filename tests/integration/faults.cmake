@@ -36,6 +36,14 @@ add_test(NAME integration.resync
 set_tests_properties(integration.resync PROPERTIES TIMEOUT 120 LABELS "integration;faults"
   FAIL_REGULAR_EXPRESSION "FAIL")
 
+# the worker's state file (SOCKET.ranks): a new job of a rank that had one on the group before
+# the worker restarted replaces it, although nobody heard of it (test_state_file.sh's header)
+add_test(NAME integration.state_file
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_state_file.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.state_file PROPERTIES TIMEOUT 120 LABELS "integration;faults"
+  FAIL_REGULAR_EXPRESSION "FAIL")
+
 # a job killed in the middle of a call: its operation fails for every member at once, naming
 # the rank (not OK with the dead job's slices), and its replacement joins the next call
 add_test(NAME integration.job_death

@@ -113,6 +113,9 @@ typedef struct {
     int restarts[MAXW]; /* times each worker restarted (its incarnation) */
     int lockstep;       /* ranks call round k only when every rank returned from round k - 1, faults
                            come in rounds 0 and 1 only, and the last round must be OK everywhere */
+    int recorded[MAXN]; /* a call of that rank reached its worker: its state file says so
+                           (engine.c prior_note), which survives a restart (seq.prior) */
+    int no_prior;       /* restarts forget that too (before the state file: OP_NO_PRIOR=1) */
     int no_reask;       /* an orphan's replacement late to its dead job's operation takes it
                            without asking again (ask_where before the re-ask: OP_NO_REASK=1) */
     char err[512];      /* the first broken invariant */
@@ -178,6 +181,7 @@ sim_init(sim *S, size_t n, size_t nw, const int *where, size_t K, int faults, un
     S->kills = sim_jobkills;
     S->lockstep = sim_lockstep;
     S->no_reask = getenv("OP_NO_REASK") != NULL && atoi(getenv("OP_NO_REASK")) != 0;
+    S->no_prior = getenv("OP_NO_PRIOR") != NULL && atoi(getenv("OP_NO_PRIOR")) != 0;
     for (size_t w = 0; w < nw; w++)
         S->names[w] = wnames[w];
     for (size_t w = 0; w < nw; w++) {
@@ -723,7 +727,8 @@ arrive(sim *S, int i)
         (void)op_ask_end(g, &R->oc);
     } else {
         k = R->k++;
-        if (job_next < 0) { /* engine.c's ask_where */
+        S->recorded[R->id] = 1; /* engine.c call_run: prior_note */
+        if (job_next < 0) {     /* engine.c's ask_where */
             int r;
             memset(&R->oc, 0, sizeof(R->oc));
             R->oc.grank = R->id;
@@ -1107,6 +1112,8 @@ restart(sim *S, int w)
             world[l++] = (int64_t)i;
     if (group_seq_init(&g->seq, g->nlocal, world) != 0)
         abort();
+    for (size_t l = 0; l < g->nlocal && !S->no_prior; l++) /* its state file, read back */
+        g->seq.prior[l] = S->recorded[world[l]];
     old->retired = 1;
     for (op_op *op = old->ops; op != NULL; op = op->next)
         op->left = op->arrived, op->status = op->status ? op->status : A2A_ERR_UNAVAILABLE;
@@ -1284,13 +1291,15 @@ fingerprint(const sim *S)
 {
     uint64_t h =
         mix64(0, (uint64_t)S->faulted << 8 | (uint64_t)S->killed | (uint64_t)S->lost << 16);
+    for (size_t i = 0; i < S->n; i++) /* the state files */
+        h = mix64(h, (uint64_t)S->recorded[i] << 8 ^ i);
     for (size_t w = 0; w < S->nw; w++) {
         const op_group *g = S->g[w];
         const group_seq *q = &g->seq;
         for (size_t l = 0; l < q->nlocal; l++) {
             h = mix64(h, q->next[l]);
             h = mix64(h, (uint64_t)q->known[l] << 8 | (uint64_t)q->busy[l] |
-                             (uint64_t)q->orphaned[l] << 9);
+                             (uint64_t)q->orphaned[l] << 9 | (uint64_t)q->prior[l] << 10);
             h = mix64(h, q->jump[l]);
             h = mix64(h, q->jump_after[l]);
         }

@@ -164,7 +164,10 @@ test_carry(void)
     group_seq_end(&old, 0, 40, A2A_ERR_UNAVAILABLE);
     group_seq_saw(&old, 41);
     CU_ASSERT_EQUAL_FATAL(group_seq_init(&gs, 3, world_new), 0);
+    CU_ASSERT(!gs.prior[0] && !gs.prior[1] && !gs.prior[2]);
+    old.prior[1] = 1; /* the state file's word on world rank 5, which never called since */
     group_seq_carry(&gs, &old);
+    CU_ASSERT(gs.prior[0] && !gs.prior[1] && !gs.prior[2]);
     CU_ASSERT_EQUAL(gs.next[2], 41);
     CU_ASSERT(gs.known[2] && !gs.busy[2]);
     CU_ASSERT(!gs.known[0] && !gs.known[1]); /* world 5 never called; 7 is new */
@@ -173,6 +176,49 @@ test_carry(void)
     CU_ASSERT_EQUAL(group_seq_min_next(&gs), 41);
     group_seq_fini(&old);
     group_seq_fini(&gs);
+}
+
+/* the state file's lines: "RANK NAME\n" with any valid group name (spaces too), nothing else */
+static void
+test_state_line(void)
+{
+    static const char *bad[] = {
+        "",           "\n",
+        "1\n",        "1 \n",
+        "x m\n",      "-1 m\n",
+        " 1 m\n",     "1 m",
+        "1  m\x01\n", "99999999999999999999 m\n",
+        "1\tm\n",     "12345678901234567890123 m\n",
+    };
+    char name[A2A_GROUP_NAME_MAX + 1], line[A2A_GROUP_NAME_MAX + 64], longname[200];
+    int64_t rank = -7;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CU_ASSERT_EQUAL(group_state_parse(bad[i], strlen(bad[i]), &rank, name), -1);
+    CU_ASSERT_EQUAL(rank, -7);
+    CU_ASSERT_EQUAL(group_state_parse("0 m\n", 4, &rank, name), 0);
+    CU_ASSERT_EQUAL(rank, 0);
+    CU_ASSERT_STRING_EQUAL(name, "m");
+    CU_ASSERT_EQUAL(group_state_parse("12 a b  c\n", 10, &rank, name), 0); /* spaces are fine */
+    CU_ASSERT_EQUAL(rank, 12);
+    CU_ASSERT_STRING_EQUAL(name, "a b  c");
+    CU_ASSERT_EQUAL(group_state_parse("1 m\0x\n", 6, &rank, name), -1); /* a NUL inside */
+    memset(longname, 'g', sizeof(longname));
+    longname[A2A_GROUP_NAME_MAX] = '\0'; /* the longest name */
+    CU_ASSERT_EQUAL(group_state_format(line, sizeof(line), 4095, longname),
+                    (int)strlen(longname) + 6);
+    CU_ASSERT_EQUAL(group_state_parse(line, strlen(line), &rank, name), 0);
+    CU_ASSERT_EQUAL(rank, 4095);
+    CU_ASSERT_STRING_EQUAL(name, longname);
+    longname[A2A_GROUP_NAME_MAX] = 'g';
+    longname[A2A_GROUP_NAME_MAX + 1] = '\0'; /* one over */
+    CU_ASSERT_EQUAL(group_state_format(line, sizeof(line), 1, longname), -1);
+    snprintf(line, sizeof(line), "1 %s\n", longname);
+    CU_ASSERT_EQUAL(group_state_parse(line, strlen(line), &rank, name), -1);
+    CU_ASSERT_EQUAL(group_state_format(line, sizeof(line), -1, "m"), -1);
+    CU_ASSERT_EQUAL(group_state_format(line, sizeof(line), 1, ""), -1);
+    CU_ASSERT_EQUAL(group_state_format(line, sizeof(line), 1, "a\nb"), -1);
+    CU_ASSERT_EQUAL(group_state_format(line, 4, 1, "m"), -1); /* "1 m\n" needs 5 */
+    CU_ASSERT_EQUAL(group_state_format(line, 5, 1, "m"), 4);
 }
 
 /* the history is a ring: the oldest of more than GROUP_HISTORY failures is forgotten */
@@ -503,6 +549,7 @@ main(int argc, char **argv)
         {"resynchronise after a failure", test_resync},
         {"a new job on a used rank", test_new_job},
         {"a replacement of a job gone in a call", test_new_job_orphaned},
+        {"state file lines", test_state_line},
         {"classify a frame's number", test_classify},
         {"carry to a new epoch", test_carry},
         {"history ring", test_history_ring},

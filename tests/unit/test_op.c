@@ -643,6 +643,47 @@ test_ask_again(void)
     }
 }
 
+/* after a restart of its worker, a new job of rank 0 asks where the group is; nobody heard of
+ * the rank (its earlier job died before any frame of it left: the walk's trace-less job kill)
+ * and this worker knows nothing of it but its state file's word (seq.prior) that a job of the
+ * rank called here before. Without that word the job is the rank's first: its call is
+ * operation c.earlier whatever w1 says; with it, it takes w1's number (patient when w1 is idle
+ * after a failure, then late to the one before it, as any replacement here), unless nobody
+ * knows a number (every member new: the rule of first jobs holds for all of them). */
+static void
+test_prior(void)
+{
+    static const struct {
+        int prior;
+        uint64_t earlier;
+        int64_t count; /* w1's answer */
+        int idle;
+        uint64_t num;
+        int wait;
+        uint64_t take; /* once patience ran out without a frame of num */
+    } cases[] = {
+        {0, 0, 5, 0, 0, 0, 0},  {1, 0, 5, 0, 5, 0, 5},  {1, 0, 5, 1, 5, 1, 4},
+        {1, 2, -1, 0, 2, 0, 2}, {0, 2, -1, 0, 2, 0, 2}, {0, 1, 5, 1, 1, 0, 1},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        one t;
+        int wait = -1;
+        one_init(&t, 1, 1, 1, 1);
+        t.g->seq.prior[0] = cases[k].prior;
+        t.c.earlier = cases[k].earlier;
+        CU_ASSERT_EQUAL_FATAL(op_ask(&t.o, t.g, &t.c), 1);
+        frame here = ask_frame(FRAME_HERE, cases[k].count, cases[k].idle, t.c.ask_token);
+        op_where(&t.o, t.g, 1, &here);
+        CU_ASSERT_EQUAL(t.c.asking, 0);
+        uint64_t n = op_ask_number(t.g, &t.c, &wait);
+        CU_ASSERT_EQUAL(n, cases[k].num);
+        CU_ASSERT_EQUAL(wait, cases[k].wait);
+        CU_ASSERT_EQUAL(op_ask_take(t.g, &t.c, n, wait), cases[k].take);
+        (void)op_ask_end(t.g, &t.c);
+        one_fini(&t);
+    }
+}
+
 /* a WHERE is answered with HERE bit 2 while a local rank is in the operation of the answer,
  * not once it left it (its next call is the answer then), nor when that operation failed */
 static void
@@ -1767,6 +1808,7 @@ static const cu_test tests[] = {
     {"latecomer", test_latecomer},
     {"ask_busy_below", test_ask_busy_below},
     {"ask_again", test_ask_again},
+    {"prior", test_prior},
     {"where_in", test_where_in},
     {"joined", test_joined},
     {"ready_expired", test_ready_expired},
