@@ -708,9 +708,12 @@ main(int argc, char **argv)
         status = 128 + interrupted;
     stop_range(0, nprocs, 5000);
     for (int w = 0; w < a.workers; w++) { /* a worker that was killed left its socket file */
-        char sock[PATH_MAX];
+        char sock[PATH_MAX], state[PATH_MAX + 8];
         socket_path(sock, sizeof(sock), w);
         unlink(sock);
+        snprintf(state, sizeof(state), "%s.ranks", sock); /* its state file (ARCHITECTURE.md) */
+        if (a.keep == NULL)
+            unlink(state);
     }
     if (a.keep == NULL) {
         unlink(cfg);
