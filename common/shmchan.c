@@ -221,16 +221,23 @@ shmchan_close(void *mem)
     shmchan_ring(mem);
 }
 
-void
-shmchan_wait(void *mem, uint32_t expected, int64_t timeout_ms)
+/* futex_wait_ms sleeps while *word equals expected, at most timeout_ms (FUTEX_WAIT, not
+ * _PRIVATE: the word lies in a mapping shared between processes). */
+static void
+futex_wait_ms(uint32_t *word, uint32_t expected, int64_t timeout_ms)
 {
     struct timespec ts;
     if (timeout_ms <= 0)
         return;
     ts.tv_sec = (time_t)(timeout_ms / 1000);
     ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
-    /* FUTEX_WAIT, not _PRIVATE: the word lies in a mapping shared between processes */
-    (void)syscall(SYS_futex, (uint32_t *)mem, FUTEX_WAIT, expected, &ts, NULL, 0);
+    (void)syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0);
+}
+
+void
+shmchan_wait(void *mem, uint32_t expected, int64_t timeout_ms)
+{
+    futex_wait_ms((uint32_t *)mem, expected, timeout_ms);
 }
 
 void
@@ -262,12 +269,7 @@ shmchan_ring(void *mem)
 void
 shmchan_bell_wait(void *mem, uint32_t seen, int64_t timeout_ms)
 {
-    struct timespec ts;
-    if (timeout_ms <= 0)
-        return;
-    ts.tv_sec = (time_t)(timeout_ms / 1000);
-    ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
-    (void)syscall(SYS_futex, &((shmchan_hdr *)mem)->bell, FUTEX_WAIT, seen, &ts, NULL, 0);
+    futex_wait_ms(&((shmchan_hdr *)mem)->bell, seen, timeout_ms);
 }
 
 int

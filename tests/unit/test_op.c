@@ -468,6 +468,36 @@ ask_frame(frame_type type, int64_t dst_or_count, int idle, uint64_t op)
     return f;
 }
 
+/* three_ranks: group "g" (epoch 7) of world ranks 0 and 1 on w0 (this worker) and 2 on w1,
+ * after operation 0, which both local ranks did */
+static op_group *
+three_ranks(op_env *env)
+{
+    int64_t world[] = {0, 1};
+    op_group *g = calloc(1, sizeof(*g));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    g->env = env;
+    snprintf(g->name, sizeof(g->name), "g");
+    g->epoch = 7;
+    g->n = 3;
+    g->world = calloc(3, sizeof(int64_t));
+    g->peer = calloc(3, sizeof(int));
+    g->lidx = calloc(3, sizeof(int));
+    CU_ASSERT_FATAL(g->world != NULL && g->peer != NULL && g->lidx != NULL);
+    for (int r = 0; r < 3; r++) {
+        g->world[r] = r;
+        g->peer[r] = r < 2 ? -1 : 1;
+        g->lidx[r] = r < 2 ? r : -1;
+    }
+    g->nlocal = 2;
+    CU_ASSERT_EQUAL_FATAL(group_seq_init(&g->seq, 2, world), 0);
+    for (size_t l = 0; l < 2; l++) { /* operation 0: done by both */
+        CU_ASSERT_EQUAL(group_seq_begin(&g->seq, l, 0, 0), 0);
+        group_seq_end(&g->seq, l, 0, A2A_OK);
+    }
+    return g;
+}
+
 /* a new job of group rank 0 (w0, with rank 1; rank 2 on w1) asks where the group is after its
  * earlier job ended between operations 0 and 1, and rank 1 failed operation 1 here (an epoch
  * change, a deadline). This worker's own answer is 2, idle (rank 1's last operation failed).
@@ -491,34 +521,11 @@ test_ask_busy_below(void)
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const char *names[] = {"w0", "w1"};
         op_env env = {.self = "w0", .workers = names, .nworkers = 2};
-        op_group *gp = calloc(1, sizeof(*gp));
-        op_call c;
+        op_group *g = three_ranks(&env); /* operation 0 done by both local ranks */
+        op_call c = {0};
         op_out o;
-        int64_t world[] = {0, 1};
         int wait = -1;
-        CU_ASSERT_PTR_NOT_NULL_FATAL(gp);
-        op_group *g = gp;
-        memset(&c, 0, sizeof(c));
-        g->env = &env;
-        snprintf(g->name, sizeof(g->name), "g");
-        g->epoch = 7;
-        g->n = 3;
-        g->world = calloc(3, sizeof(int64_t));
-        g->peer = calloc(3, sizeof(int));
-        g->lidx = calloc(3, sizeof(int));
-        CU_ASSERT_FATAL(g->world != NULL && g->peer != NULL && g->lidx != NULL);
-        for (int r = 0; r < 3; r++) {
-            g->world[r] = r;
-            g->peer[r] = r < 2 ? -1 : 1;
-            g->lidx[r] = r < 2 ? r : -1;
-        }
-        g->nlocal = 2;
-        CU_ASSERT_EQUAL_FATAL(group_seq_init(&g->seq, 2, world), 0);
         op_out_init(&o);
-        for (size_t l = 0; l < 2; l++) { /* operation 0: done by both */
-            CU_ASSERT_EQUAL(group_seq_begin(&g->seq, l, 0, 0), 0);
-            group_seq_end(&g->seq, l, 0, A2A_OK);
-        }
         CU_ASSERT_EQUAL(group_seq_begin(&g->seq, 1, 1, 0), 1); /* rank 1 fails operation 1 */
         op_op *op = op_get(g, 1, 1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(op);
@@ -570,33 +577,11 @@ test_ask_again(void)
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const char *names[] = {"w0", "w1"};
         op_env env = {.self = "w0", .workers = names, .nworkers = 2};
-        op_group *g = calloc(1, sizeof(*g));
-        op_call c;
+        op_group *g = three_ranks(&env); /* operation 0 done by both local ranks */
+        op_call c = {0};
         op_out o;
-        int64_t world[] = {0, 1};
         int wait = -1;
-        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-        memset(&c, 0, sizeof(c));
-        g->env = &env;
-        snprintf(g->name, sizeof(g->name), "g");
-        g->epoch = 7;
-        g->n = 3;
-        g->world = calloc(3, sizeof(int64_t));
-        g->peer = calloc(3, sizeof(int));
-        g->lidx = calloc(3, sizeof(int));
-        CU_ASSERT_FATAL(g->world != NULL && g->peer != NULL && g->lidx != NULL);
-        for (int r = 0; r < 3; r++) {
-            g->world[r] = r;
-            g->peer[r] = r < 2 ? -1 : 1;
-            g->lidx[r] = r < 2 ? r : -1;
-        }
-        g->nlocal = 2;
-        CU_ASSERT_EQUAL_FATAL(group_seq_init(&g->seq, 2, world), 0);
         op_out_init(&o);
-        for (size_t l = 0; l < 2; l++) { /* operation 0: done by both */
-            CU_ASSERT_EQUAL(group_seq_begin(&g->seq, l, 0, 0), 0);
-            group_seq_end(&g->seq, l, 0, A2A_OK);
-        }
         for (size_t l = 0; l < 2; l++) /* both in operation 1 */
             CU_ASSERT_EQUAL(group_seq_begin(&g->seq, l, 1, 0), 1);
         op_op *op = op_get(g, 1, 1);
