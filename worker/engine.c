@@ -1271,6 +1271,19 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
     }
     if (lost[0] != '\0' && op->status == A2A_OK)
         op_fail(&o, op, A2A_ERR_UNAVAILABLE, 1, "%s", lost);
+    /* The job copied "its own" slice by a group rank it cached (self_copied), and left that
+     * slice out of its staging: if it is not its rank (the group was created again with another
+     * order since the job read it), the slice it left out is another rank's, which the others
+     * would receive as whatever the staging held. The operation fails for everyone instead, and
+     * the job reads the group again before its next call (liba2a: a failed call's group is
+     * suspect). */
+    if (c->a->self_copied != 0 && c->a->self_copied != c->oc.grank + 1 && op->status == A2A_OK)
+        op_fail(&o, op, A2A_ERR_UNAVAILABLE, 1,
+                "world rank %lld's job took itself for group rank %lld of group \"%s\", but it "
+                "is group rank %lld: its copy of the group is older than the group's members; "
+                "its next call reads the group again",
+                (long long)g->world[c->oc.grank], (long long)c->a->self_copied - 1, g->name,
+                (long long)c->oc.grank);
     if (op->status == A2A_OK && (c->todo = calloc(g->n, sizeof(*c->todo))) == NULL)
         op_fail(&o, op, A2A_ERR_RESOURCE_EXHAUSTED, 1, "worker %s is out of memory", e->self->name);
     engine_run(e, &o);

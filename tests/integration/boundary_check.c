@@ -40,10 +40,14 @@
 
 #include "common/auth.h"
 #include "common/lsock.h"
+#include "common/shmchan.h"
 #include "common/wire.h"
 #include "server/rpc.h"
 
 #define SOLO "boundary_check_solo" /* a group of world rank 0 alone */
+#define PAIR                                                                            \
+    "boundary_check_pair" /* world ranks 1 and 0, in that order: rank 0 is group rank 1 \
+                           */
 #define SECRET "boundary-check secret bytes 0123456789abcdef"
 
 static const char *mode = "?";
@@ -216,7 +220,60 @@ solo_call(int s, uint64_t send, uint64_t recv, int64_t n, reply *r)
     return rc;
 }
 
-/* make_solo creates the one-rank group through the worker's API. */
+/* stale_call runs a call on PAIR through a job channel (OpenChannel: the path where a job
+ * copies its own slice), as world rank 0 (group rank 1), with self_copied saying it copied the
+ * slice of group rank 0 to itself, as a job whose copy of the group is older than the group
+ * would (its staging leaves that slice out: the worker must not send it on). r gets the
+ * reply; -1 when the channel does not work at all. */
+static int
+stale_call(int s, uint64_t send, uint64_t recv, reply *r)
+{
+    int64_t counts[8] = {4, 4, 0, 4, 4, 4, 0, 4};
+    wire_a2av a = {.dtype = A2A_INT8,
+                   .timeout_ms = 3000,
+                   .send_addr = send,
+                   .send_len = 8,
+                   .recv_addr = recv,
+                   .recv_len = 8,
+                   .n = 2,
+                   .self_copied = 1, /* group rank 0: it is 1 */
+                   .op_next = -1,
+                   .counts = counts};
+    wire_buffer w = {.len = SHMCHAN_SIZE};
+    msgpack_sbuffer sb;
+    int64_t next = -1;
+    int fd = memfd("boundary-chan", SHMCHAN_SIZE, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+    uint8_t *mem = mmap(NULL, SHMCHAN_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+    if (mem == MAP_FAILED)
+        return -1;
+    shmchan_init(mem, SHMCHAN_SIZE);
+    w.addr = (uint64_t)(uintptr_t)mem;
+    msgpack_sbuffer_init(&sb);
+    wire_buffer_encode(&sb, &w);
+    if (req(s, "OpenChannel", &sb, fd, r) != 0 || r->st != A2A_OK) {
+        say("OpenChannel: %s %s", a2a_status_name(r->st), r->msg);
+        msgpack_sbuffer_destroy(&sb);
+        return -1;
+    }
+    msgpack_sbuffer_destroy(&sb);
+    snprintf(a.group, sizeof(a.group), "%s", PAIR);
+    if (shmchan_req_write(mem, SHMCHAN_SIZE, 1, &a) != 0 ||
+        !shmchan_cas(mem, SHMCHAN_IDLE, SHMCHAN_REQUEST, NULL))
+        return -1;
+    shmchan_ring(mem);
+    for (int i = 0; i < 100 && shmchan_state(mem) == SHMCHAN_REQUEST; i++)
+        shmchan_wait(mem, SHMCHAN_REQUEST, 100);
+    r->msg[0] = '\0';
+    if (shmchan_reply_read(mem, 1, &r->st, r->msg, sizeof(r->msg), &next) != 0)
+        return -1;
+    shmchan_close(mem);
+    munmap(mem, SHMCHAN_SIZE);
+    close(fd);
+    return 0;
+}
+
+/* make_solo creates the one-rank group (and PAIR) through the worker's API. */
 static int
 make_solo(const char *api)
 {
@@ -234,6 +291,7 @@ make_solo(const char *api)
         say("rpc client: %s", err);
         return -1;
     }
+    int64_t pair[2] = {1, 0};
     msgpack_sbuffer_init(&sb);
     wire_job_group_encode(&sb, &j, SOLO, 1, ranks);
     st = rpc_call(c, "CreateGroup", sb.data, sb.size, 10000, &rep, &replen, err, sizeof(err));
@@ -241,6 +299,16 @@ make_solo(const char *api)
     free(rep);
     if (st != A2A_OK)
         say("CreateGroup %s: %s: %s", SOLO, a2a_status_name(st), err);
+    msgpack_sbuffer_init(&sb);
+    wire_job_group_encode(&sb, &j, PAIR, 2, pair);
+    a2a_status pst =
+        rpc_call(c, "CreateGroup", sb.data, sb.size, 10000, &rep, &replen, err, sizeof(err));
+    msgpack_sbuffer_destroy(&sb);
+    free(rep);
+    if (pst != A2A_OK) {
+        say("CreateGroup %s: %s: %s", PAIR, a2a_status_name(pst), err);
+        st = pst;
+    }
     /* a call that needs the job's memory on the TCP API: refused, whatever it names */
     msgpack_sbuffer_init(&sb);
     wire_buffer b = {.addr = 4096, .len = 4096};
@@ -463,6 +531,15 @@ mode_memory(const char *api)
         say("FAIL the data did not arrive");
         bad = 1;
     }
+    /* a self_copied naming another group rank than the caller's: the operation fails at once
+     * (before: it waited for world rank 1 and would have sent it the slice the job left out) */
+    if (stale_call(s, (uint64_t)(uintptr_t)buf, (uint64_t)(uintptr_t)buf + 8192, &r) != 0) {
+        say("FAIL the job channel for the stale self_copied did not answer");
+        bad = 1;
+    }
+    bad |= expect(&r, A2A_ERR_UNAVAILABLE,
+                  "took itself for group rank 0 of group \"" PAIR "\", but it is group rank 1",
+                  "AllToAllV with a stale self_copied");
     close(s);
     return bad;
 }
