@@ -1436,7 +1436,7 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
     c.oc.counts = a->counts; /* with count discovery, the receive half is written */
     c.oc.discover = args_discover(a->n, a->counts);
     c.oc.recv_cap = a->recv_len;
-    c.oc.self_copied = c.oc.discover ? 0 : a->self_copied;
+    c.oc.self_copied = a->self_copied; /* with discovery too: the job places it after the reply */
     deadline = rpc_now_ms() + timeout; /* resolving the group counts against it too */
     pre_read(&c);
     c.oc.pre = c.pre;

@@ -823,7 +823,7 @@ pair_start(op_out *o, op_op *op, int64_t s, int64_t d)
                     dtype_name((a2a_dtype)r->dtype));
             return;
         }
-        if (r == c && c->self_copied == s + 1 && !c->discover) { /* the job copied it */
+        if (r == c && c->self_copied == s + 1) { /* the job copied it (discovering: will) */
             tx_done(o, op, c, d);
             rx_done(o, op, c, s);
         } else {

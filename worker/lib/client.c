@@ -1676,15 +1676,23 @@ chan_call(a2a_job *job, job_chan *c, const wire_a2av *w, int *served, int *keep,
  * self_copy copies this rank's slice to itself here, with one memmove, and
  * says so in w, instead of the worker's two copies between processes. Only
  * when the counts agree (a mismatch is the worker's to report), and before the
- * call: if our cached rank were stale, the worker copies every slice anyway
- * (it checks self_copied against the rank it knows) and overwrites this one.
+ * call. With count discovery the slice's place is known only from the reply:
+ * it is only announced here, and self_place copies it after the call. If our
+ * cached rank were stale, the worker fails the operation for everyone
+ * (engine.c call_run: it checks self_copied against the rank it knows), as
+ * the staging leaves that rank's slice out.
  */
 static void
 self_copy(wire_a2av *w, const a2a_alltoallv_args *args, int64_t me)
 {
     size_t n = w->n, es = a2a_dtype_size(args->dtype);
-    if (me < 0 || (size_t)me >= n || w->counts[me] != w->counts[2 * n + (size_t)me] ||
-        w->counts[me] == 0)
+    if (me < 0 || (size_t)me >= n || w->counts[me] == 0)
+        return;
+    if (args->recv_counts == NULL) { /* count discovery: after the call (self_place) */
+        w->self_copied = me + 1;
+        return;
+    }
+    if (w->counts[me] != w->counts[2 * n + (size_t)me])
         return;
     memmove((char *)args->recv_data + (size_t)w->counts[3 * n + (size_t)me] * es,
             (const char *)args->send_data + (size_t)w->counts[n + (size_t)me] * es,
@@ -1905,7 +1913,27 @@ stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *ar
     return A2A_OK;
 }
 
-/* stage_out unpacks the receive slices that the call landed in st into args->recv_data. */
+/* self_place copies a discovering call's own slice (self_copy announced it: the worker left it
+ * out) to its place among the packed slices, which the reply's counts give: after the counts of
+ * the ranks before it. */
+static void
+self_place(const wire_a2av *w, const a2a_alltoallv_args *args)
+{
+    size_t n = w->n, es = a2a_dtype_size(args->dtype), at = 0, me;
+    if (w->self_copied <= 0 || args->recv_counts != NULL)
+        return;
+    me = (size_t)w->self_copied - 1;
+    for (size_t j = 0; j < me; j++)
+        at += (size_t)w->counts[2 * n + j];
+    size_t k = (size_t)w->counts[2 * n + me]; /* counts_back: within recv_len */
+    if (k > (size_t)args->send_counts[me])
+        k = (size_t)args->send_counts[me];
+    memmove((char *)args->recv_data + at * es,
+            (const char *)args->send_data + (size_t)args->send_displacements[me] * es, k * es);
+}
+
+/* stage_out unpacks the receive slices that the call landed in st into args->recv_data (and
+ * places a discovering call's own slice: self_place). */
 static void
 stage_out(const job_stage *st, const wire_a2av *w, const a2a_alltoallv_args *args,
           const stage_plan *plan)
@@ -1913,11 +1941,24 @@ stage_out(const job_stage *st, const wire_a2av *w, const a2a_alltoallv_args *arg
     size_t n = w->n, es = a2a_dtype_size(args->dtype), off = plan->recv_off;
     int64_t self = w->self_copied - 1;
 
-    if (plan->recv && plan->discover) { /* packed already: as many as came (checked) */
-        size_t total = 0;
-        for (size_t j = 0; j < n; j++)
-            total += (size_t)w->counts[2 * n + j];
-        memcpy(args->recv_data, st->ptr + off, total * es);
+    if (plan->discover) { /* packed already: as many as came (checked) */
+        size_t before = 0, mine = 0, total = 0;
+        for (size_t j = 0; j < n; j++) {
+            size_t k = (size_t)w->counts[2 * n + j];
+            before += (int64_t)j < self ? k : 0;
+            mine += (int64_t)j == self ? k : 0;
+            total += k;
+        }
+        /* its own slice first, from the send buffer, before the copy out of the staging could
+         * overwrite that (send and receive buffers may overlap); around the hole it left */
+        self_place(w, args);
+        if (plan->recv && self < 0)
+            memcpy(args->recv_data, st->ptr + off, total * es);
+        else if (plan->recv) {
+            memcpy(args->recv_data, st->ptr + off, before * es);
+            memcpy((char *)args->recv_data + (before + mine) * es,
+                   st->ptr + off + (before + mine) * es, (total - before - mine) * es);
+        }
         return;
     }
     for (size_t j = 0; plan->recv && j < n; j++) {
