@@ -190,7 +190,7 @@ test_state_line(void)
         "1  m\x01\n", "99999999999999999999 m\n",
         "1\tm\n",     "12345678901234567890123 m\n",
     };
-    char name[A2A_GROUP_NAME_MAX + 1], line[A2A_GROUP_NAME_MAX + 64], longname[200];
+    char name[A2A_GROUP_NAME_MAX + 1], line[256], longname[200];
     int64_t rank = -7;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CU_ASSERT_EQUAL(group_state_parse(bad[i], strlen(bad[i]), &rank, name), -1);
