@@ -167,7 +167,9 @@ stage_valgrind() {
         # --fair-sched=yes: valgrind runs one thread at a time, and its default lock lets a
         # thread that spins (NNG's) starve the others: test_rpc then stalled for 60 s or hung
         # (2 of 3 runs; with it 0 of 3, 4 s each)
+        # tests/valgrind.supp: one known leak inside NNG 1.5.2 (the file says which and why)
         OP_SMALL=1 timeout 900 valgrind --fair-sched=yes --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            --suppressions="$ROOT/tests/valgrind.supp" \
             --error-exitcode=1 -q "$t" >"$LOGDIR/valgrind.log" 2>&1 </dev/null || rc=$?
         if [ "$rc" -eq 0 ]; then
             echo "ok   - valgrind $t"
