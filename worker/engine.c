@@ -326,12 +326,12 @@ prior_find(engine *e, const char *group, int64_t rank)
     return NULL;
 }
 
+/* prior_add records a pair that prior_find does not know; NULL past ENGINE_PRIOR_MAX or out of
+ * memory. */
 static eng_prior *
 prior_add(engine *e, const char *group, int64_t rank, int before)
 {
-    eng_prior *p = prior_find(e, group, rank);
-    if (p != NULL)
-        return p;
+    eng_prior *p;
     if (e->nprior >= ENGINE_PRIOR_MAX) {
         if (!e->prior_warned)
             log_warn("state file %s: %d records already; ranks' jobs on more groups are not "
@@ -376,7 +376,8 @@ prior_load(engine *e)
                 len = strlen(line); /* the rest of an overlong line */
             continue;
         }
-        (void)prior_add(e, name, rank, 1);
+        if (prior_find(e, name, rank) == NULL)
+            (void)prior_add(e, name, rank, 1);
     }
     /* a last line cut short (a crash in the middle of a write): the next record starts a
      * line of its own */
@@ -946,14 +947,15 @@ static void
 call_sleep(engine *e, eng_call *c, int64_t left_ms)
 {
     uint32_t seen = c->wake_seq; /* notifiers bump it under e->mtx */
+    /* the bell before the lock goes: a ring after this load changes it, and the wait returns
+     * at once */
+    uint32_t rang = c->bell != NULL ? __atomic_load_n(c->bell, __ATOMIC_ACQUIRE) : 0;
     struct timespec ts = {.tv_sec = left_ms / 1000, .tv_nsec = (left_ms % 1000) * 1000000};
 
     c->sleeping = 1;
+    pthread_mutex_unlock(&e->mtx);
 #ifdef SYS_futex_waitv
     if (c->bell != NULL && e->waitv) {
-        /* the bell before the lock goes: a ring after this load changes it, and the wait
-         * returns at once */
-        uint32_t rang = __atomic_load_n(c->bell, __ATOMIC_ACQUIRE);
         struct futex_waitv w[2] = {
             {.val = seen, .uaddr = (uintptr_t)&c->wake_seq, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
             {.val = rang, .uaddr = (uintptr_t)c->bell, .flags = FUTEX_32}, /* shared */
@@ -962,16 +964,11 @@ call_sleep(engine *e, eng_call *c, int64_t left_ms)
         clock_gettime(CLOCK_MONOTONIC, &at); /* futex_waitv's timeout is absolute */
         at.tv_sec += ts.tv_sec + (at.tv_nsec + ts.tv_nsec) / 1000000000;
         at.tv_nsec = (at.tv_nsec + ts.tv_nsec) % 1000000000;
-        pthread_mutex_unlock(&e->mtx);
         (void)syscall(SYS_futex_waitv, w, 2, 0, left_ms >= 0 ? &at : NULL, CLOCK_MONOTONIC);
-        pthread_mutex_lock(&e->mtx);
-        c->sleeping = 0;
-        return;
-    }
+    } else
 #endif
-    pthread_mutex_unlock(&e->mtx);
-    (void)syscall(SYS_futex, &c->wake_seq, FUTEX_WAIT_PRIVATE, seen, left_ms >= 0 ? &ts : NULL,
-                  NULL, 0);
+        (void)syscall(SYS_futex, &c->wake_seq, FUTEX_WAIT_PRIVATE, seen, left_ms >= 0 ? &ts : NULL,
+                      NULL, 0);
     pthread_mutex_lock(&e->mtx);
     c->sleeping = 0;
 }

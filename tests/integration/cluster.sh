@@ -106,6 +106,13 @@ show_service_logs() {
     done
 }
 
+# ok MESSAGE: a check passed (counted in passed, for the script's last line)
+passed=0
+ok() {
+    echo "ok: $*"
+    passed=$((passed + 1))
+}
+
 # fail MESSAGE: prints FAIL and the services' logs, exits 1 (the EXIT trap cleans up).
 fail() {
     echo "FAIL: $*"

@@ -42,11 +42,6 @@ export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-debug} # in_call reads the workers' debug 
 
 write_config() { two_workers 1 m; }
 api() { echo "tcp://127.0.0.1:${ports[1 + 2 * $1]}"; }
-passed=0
-ok() {
-    echo "ok: $*"
-    passed=$((passed + 1))
-}
 
 start_cluster 5 w0 w1
 

@@ -46,11 +46,6 @@ export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
 
 write_config() { two_workers 1 m; }
 api() { echo "tcp://127.0.0.1:${ports[1 + 2 * $1]}"; }
-passed=0
-ok() {
-    echo "ok: $*"
-    passed=$((passed + 1))
-}
 rank() { # R LOG ARGS...: a job of world rank R in the background
     local r=$1 log=$2
     shift 2

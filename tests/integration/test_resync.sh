@@ -34,11 +34,6 @@ export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
 write_config() { two_workers 1 m; }
 api() { echo "tcp://127.0.0.1:${ports[1 + 2 * $1]}"; }
 data() { echo "tcp://127.0.0.1:${ports[2 + 2 * $1]}"; }
-passed=0
-ok() {
-    echo "ok: $*"
-    passed=$((passed + 1))
-}
 # expect CHECK LOG ERE: some line of LOG matches ERE, and no line says "Object closed"
 expect() {
     if ! grep -Eq -- "$3" "$2"; then

@@ -471,12 +471,14 @@ ask_frame(frame_type type, int64_t dst_or_count, int idle, uint64_t op)
 /* three_ranks: group "g" (epoch 7) of world ranks 0 and 1 on w0 (this worker) and 2 on w1,
  * after operation 0, which both local ranks did */
 static op_group *
-three_ranks(op_env *env)
+three_ranks(void)
 {
+    static const char *names[] = {"w0", "w1"};
+    static op_env env = {.self = "w0", .workers = names, .nworkers = 2};
     int64_t world[] = {0, 1};
     op_group *g = calloc(1, sizeof(*g));
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    g->env = env;
+    g->env = &env;
     snprintf(g->name, sizeof(g->name), "g");
     g->epoch = 7;
     g->n = 3;
@@ -519,9 +521,7 @@ test_ask_busy_below(void)
     } cases[] = {
         {1, 4, 1, 0, 1}, {1, 0, 2, 1, 2}, {2, 1, 2, 1, 2}, {-1, 0, 2, 1, 2}, {0, 4, 2, 1, 2}};
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        const char *names[] = {"w0", "w1"};
-        op_env env = {.self = "w0", .workers = names, .nworkers = 2};
-        op_group *g = three_ranks(&env); /* operation 0 done by both local ranks */
+        op_group *g = three_ranks(); /* operation 0 done by both local ranks */
         op_call c = {0};
         op_out o;
         int wait = -1;
@@ -575,9 +575,7 @@ test_ask_again(void)
         {1, -2, 0, 1, 0, 1}, {0, 3, 1, 0, 0, 2},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        const char *names[] = {"w0", "w1"};
-        op_env env = {.self = "w0", .workers = names, .nworkers = 2};
-        op_group *g = three_ranks(&env); /* operation 0 done by both local ranks */
+        op_group *g = three_ranks(); /* operation 0 done by both local ranks */
         op_call c = {0};
         op_out o;
         int wait = -1;

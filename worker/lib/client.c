@@ -1677,7 +1677,7 @@ chan_call(a2a_job *job, job_chan *c, const wire_a2av *w, int *served, int *keep,
  * says so in w, instead of the worker's two copies between processes. Only
  * when the counts agree (a mismatch is the worker's to report), and before the
  * call. With count discovery the slice's place is known only from the reply:
- * it is only announced here, and self_place copies it after the call. If our
+ * it is only announced here, and stage_out copies it after the call. If our
  * cached rank were stale, the worker fails the operation for everyone
  * (engine.c call_run: it checks self_copied against the rank it knows), as
  * the staging leaves that rank's slice out.
@@ -1688,7 +1688,7 @@ self_copy(wire_a2av *w, const a2a_alltoallv_args *args, int64_t me)
     size_t n = w->n, es = a2a_dtype_size(args->dtype);
     if (me < 0 || (size_t)me >= n || w->counts[me] == 0)
         return;
-    if (args->recv_counts == NULL) { /* count discovery: after the call (self_place) */
+    if (args->recv_counts == NULL) { /* count discovery: after the call (stage_out) */
         w->self_copied = me + 1;
         return;
     }
@@ -1913,27 +1913,8 @@ stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *ar
     return A2A_OK;
 }
 
-/* self_place copies a discovering call's own slice (self_copy announced it: the worker left it
- * out) to its place among the packed slices, which the reply's counts give: after the counts of
- * the ranks before it. */
-static void
-self_place(const wire_a2av *w, const a2a_alltoallv_args *args)
-{
-    size_t n = w->n, es = a2a_dtype_size(args->dtype), at = 0, me;
-    if (w->self_copied <= 0 || args->recv_counts != NULL)
-        return;
-    me = (size_t)w->self_copied - 1;
-    for (size_t j = 0; j < me; j++)
-        at += (size_t)w->counts[2 * n + j];
-    size_t k = (size_t)w->counts[2 * n + me]; /* counts_back: within recv_len */
-    if (k > (size_t)args->send_counts[me])
-        k = (size_t)args->send_counts[me];
-    memmove((char *)args->recv_data + at * es,
-            (const char *)args->send_data + (size_t)args->send_displacements[me] * es, k * es);
-}
-
 /* stage_out unpacks the receive slices that the call landed in st into args->recv_data (and
- * places a discovering call's own slice: self_place). */
+ * places a discovering call's own slice, after the counts of the ranks before it). */
 static void
 stage_out(const job_stage *st, const wire_a2av *w, const a2a_alltoallv_args *args,
           const stage_plan *plan)
@@ -1941,20 +1922,25 @@ stage_out(const job_stage *st, const wire_a2av *w, const a2a_alltoallv_args *arg
     size_t n = w->n, es = a2a_dtype_size(args->dtype), off = plan->recv_off;
     int64_t self = w->self_copied - 1;
 
-    if (plan->discover) { /* packed already: as many as came (checked) */
-        size_t before = 0, mine = 0, total = 0;
+    if (plan->discover) {                       /* packed already: as many as came (checked) */
+        size_t before = 0, mine = 0, total = 0; /* the slices before our own, ours, all */
         for (size_t j = 0; j < n; j++) {
             size_t k = (size_t)w->counts[2 * n + j];
             before += (int64_t)j < self ? k : 0;
             mine += (int64_t)j == self ? k : 0;
             total += k;
         }
-        /* its own slice first, from the send buffer, before the copy out of the staging could
-         * overwrite that (send and receive buffers may overlap); around the hole it left */
-        self_place(w, args);
-        if (plan->recv && self < 0)
-            memcpy(args->recv_data, st->ptr + off, total * es);
-        else if (plan->recv) {
+        /* our own slice (self_copy announced it: the worker left it out) first, from the send
+         * buffer, before the copy out of the staging could overwrite that (send and receive
+         * buffers may overlap); then the others, around the hole it left */
+        if (self >= 0) {
+            size_t k =
+                mine < (size_t)args->send_counts[self] ? mine : (size_t)args->send_counts[self];
+            memmove((char *)args->recv_data + before * es,
+                    (const char *)args->send_data + (size_t)args->send_displacements[self] * es,
+                    k * es);
+        }
+        if (plan->recv) {
             memcpy(args->recv_data, st->ptr + off, before * es);
             memcpy((char *)args->recv_data + (before + mine) * es,
                    st->ptr + off + (before + mine) * es, (total - before - mine) * es);
