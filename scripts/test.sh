@@ -235,7 +235,9 @@ T_ALL=$SECONDS
 for s in "${STAGES[@]}"; do
     printf '\n========== stage %s ==========\n' "$s"
     t0=$SECONDS
-    if "stage_$s"; then
+    # each stage's output is also kept, for the excerpt of what failed after the summary
+    "stage_$s" 2>&1 | tee "$LOGDIR/stage-$s.log"
+    if [ "${PIPESTATUS[0]}" -eq 0 ]; then
         r=passed
         PASSED=$((PASSED + 1))
     else
@@ -254,4 +256,12 @@ for i in "${!NAMES[@]}"; do
     printf '  %-9s %-7s %5d s\n' "${NAMES[$i]}" "${RESULTS[$i]}" "${TIMES[$i]}"
 done
 echo "$PASSED passed, $FAILED failed"
+# What failed, again at the end: a log shown only by its head and tail (CI's) cuts the middle,
+# where a failing stage's own words are. Lines that name a failure, at most 40 per stage.
+for i in "${!NAMES[@]}"; do
+    [ "${RESULTS[$i]}" = FAILED ] || continue
+    printf '\n---------- what failed in stage %s (from its output) ----------\n' "${NAMES[$i]}"
+    grep -E '^FAIL|\*\*\*(Failed|Timeout|Exception)|Tests? .*FAILED|[0-9]+ - .*\(Failed|Timeout\)|^[ |]*[0-9]+\. [^ ]+:[0-9]+|       \| ==[0-9]+== |ERROR: |error:|FAILED|not ok' \
+        "$LOGDIR/stage-${NAMES[$i]}.log" | head -n 40
+done
 [ "$FAILED" -eq 0 ]

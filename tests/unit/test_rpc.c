@@ -504,7 +504,8 @@ test_reconnect(void)
     stop_server(s);
 }
 
-/* raw_req sends bytes on a raw REQ socket and waits 300 ms for a reply; returns nng's result. */
+/* raw_req sends bytes on a raw REQ socket and waits (its NNG_OPT_RECVTIMEO) for a reply; returns
+ * nng's result. */
 static int
 raw_req(nng_socket raw, const void *bytes, size_t len, nng_msg **reply)
 {
@@ -518,6 +519,65 @@ raw_req(nng_socket raw, const void *bytes, size_t len, nng_msg **reply)
         return rv;
     }
     return nng_recvmsg(raw, reply, 0);
+}
+
+/* sp_send_raw speaks the SP protocol over a plain TCP socket, as an attacker would, with no NNG
+ * on this side: it connects to url (tcp://127.0.0.1:PORT), exchanges the REQ/REP greetings and
+ * sends one REQ message carrying bytes. Then it reads until the server closes the connection or
+ * 5 s pass. Returns 1 when the server closed it without a byte of reply, 0 when it replied or
+ * kept it open, -1 when the exchange itself failed. (A raw NNG REQ socket here resent the
+ * message on every redial and, closed while redialing, leaked NNG 1.5.2's connection objects:
+ * ../shared/NNG-NOTES.md.) */
+static int
+sp_send_raw(const char *url, const void *bytes, size_t len)
+{
+    static const uint8_t greet[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0}; /* REQ v0 */
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    struct timeval tv = {.tv_sec = 5};
+    const char *colon = strrchr(url, ':');
+    uint8_t head[12], peer[8], buf[256];
+    uint64_t mlen = 4 + (uint64_t)len;
+    size_t got = 0;
+    int fd, rv = -1;
+
+    if (strncmp(url, "tcp://127.0.0.1:", 16) != 0 || colon == NULL)
+        return -1;
+    sa.sin_port = htons((uint16_t)atoi(colon + 1));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    for (int i = 0; i < 8; i++)
+        head[i] = (uint8_t)(mlen >> (56 - 8 * i));
+    head[8] = 0x80, head[9] = 0, head[10] = 0, head[11] = 1; /* request id 1, last hop */
+    if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        send(fd, greet, sizeof(greet), MSG_NOSIGNAL) != (ssize_t)sizeof(greet))
+        goto out;
+    while (got < sizeof(peer)) { /* the server's greeting: REP v0 */
+        ssize_t r = recv(fd, peer + got, sizeof(peer) - got, 0);
+        if (r <= 0)
+            goto out;
+        got += (size_t)r;
+    }
+    if (memcmp(peer, "\0SP\0\0\x31\0\0", 8) != 0 ||
+        send(fd, head, sizeof(head), MSG_NOSIGNAL) != (ssize_t)sizeof(head) ||
+        (len > 0 && send(fd, bytes, len, MSG_NOSIGNAL) != (ssize_t)len))
+        goto out;
+    for (;;) {
+        ssize_t r = recv(fd, buf, sizeof(buf), 0);
+        if (r == 0 || (r < 0 && errno == ECONNRESET)) {
+            rv = 1; /* closed, no reply */
+            break;
+        }
+        if (r > 0 || errno != EINTR) {
+            rv = 0; /* a reply, or still open after 5 s */
+            break;
+        }
+    }
+out:
+    close(fd);
+    return rv;
 }
 
 /* Malformed envelopes get no reply and close that connection only. */
@@ -546,20 +606,7 @@ test_malformed_request(void)
 
     CU_ASSERT_EQUAL(call_str(c, "Echo", "before", 5000, err, sizeof(err)), A2A_OK);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        nng_socket raw;
-        nng_msg *reply = NULL;
-        int rv;
-
-        CU_ASSERT_EQUAL_FATAL(nng_req0_open(&raw), 0);
-        nng_socket_set_ms(raw, NNG_OPT_RECVTIMEO, 300);
-        nng_socket_set_ms(raw, NNG_OPT_SENDTIMEO, 1000);
-        nng_socket_set_ms(raw, NNG_OPT_RECONNMINT, 1000); /* few resends after the close */
-        CU_ASSERT_EQUAL_FATAL(nng_dial(raw, rpc_server_url(s), NULL, 0), 0);
-        rv = raw_req(raw, bad[i].bytes, bad[i].len, &reply);
-        CU_ASSERT_NOT_EQUAL(rv, 0);
-        CU_ASSERT_PTR_NULL(reply);
-        nng_msg_free(reply);
-        nng_close(raw);
+        CU_ASSERT_EQUAL(sp_send_raw(rpc_server_url(s), bad[i].bytes, bad[i].len), 1);
         /* the server serves on */
         CU_ASSERT_EQUAL(call_str(c, "Echo", "after", 5000, err, sizeof(err)), A2A_OK);
     }
@@ -579,6 +626,8 @@ test_malformed_request(void)
 
         msgpack_sbuffer_init(&sb);
         CU_ASSERT_EQUAL_FATAL(wire_request_encode(&sb, &req), 0);
+        /* the raw path above sees a reply when there is one: its 1s mean closed unanswered */
+        CU_ASSERT_EQUAL(sp_send_raw(rpc_server_url(s), sb.data, sb.size), 0);
         CU_ASSERT_EQUAL_FATAL(nng_req0_open(&raw), 0);
         nng_socket_set_ms(raw, NNG_OPT_RECVTIMEO, 5000);
         CU_ASSERT_EQUAL_FATAL(nng_dial(raw, rpc_server_url(s), NULL, 0), 0);
