@@ -34,7 +34,8 @@ static const char *const cfg_top_keys[] = {"coordinator", "security", "workers",
 static const char *const cfg_coord_keys[] = {"url", "journal", NULL};
 static const char *const cfg_security_keys[] = {"token_file", "tls", NULL};
 static const char *const cfg_tls_keys[] = {"cert", "key", "ca", NULL};
-static const char *const cfg_worker_keys[] = {"name", "url", "data_url", "socket", "ranks", NULL};
+static const char *const cfg_worker_keys[] = {"name",  "url",           "data_url", "socket",
+                                              "ranks", "keep_awake_us", NULL};
 static const char *const cfg_group_keys[] = {"name", "ranks", NULL};
 
 static a2a_status
@@ -371,6 +372,14 @@ cfg_load_worker(cfg_ctx *x, yaml_node_t *n, cfg_worker *w, cfg_name_ref *ref)
     if (w->ranks > CFG_MAX_RANKS)
         return cfg_fail(x, v->start_mark, "\"ranks\" is %lld; the world holds at most %d ranks",
                         (long long)w->ranks, CFG_MAX_RANKS);
+    if ((v = cfg_get(x, n, "keep_awake_us")) != NULL && !cfg_is_null(v)) {
+        if ((r = cfg_int(x, v, "keep_awake_us", &w->keep_awake_us)) != A2A_OK)
+            return r;
+        if (w->keep_awake_us < 0 || w->keep_awake_us > CFG_KEEP_AWAKE_MAX_US)
+            return cfg_fail(x, v->start_mark,
+                            "\"keep_awake_us\" must be 0 (off) to %d microseconds, got %lld",
+                            CFG_KEEP_AWAKE_MAX_US, (long long)w->keep_awake_us);
+    }
     return A2A_OK;
 }
 

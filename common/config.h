@@ -10,8 +10,9 @@
 #define CFG_WORKER_NAME_MAX 63 /* [A-Za-z0-9._-]{1,63} */
 #define CFG_URL_MAX 255
 #define CFG_PATH_MAX 1023
-#define CFG_MAX_RANKS 65536 /* world size limit */
-#define CFG_SOCKET_MAX 107  /* a Unix socket path: sizeof(sun_path) - 1 */
+#define CFG_MAX_RANKS 65536           /* world size limit */
+#define CFG_SOCKET_MAX 107            /* a Unix socket path: sizeof(sun_path) - 1 */
+#define CFG_KEEP_AWAKE_MAX_US 1000000 /* a worker's keep_awake_us: at most 1 s */
 
 typedef struct {
     char name[CFG_WORKER_NAME_MAX + 1];
@@ -20,6 +21,7 @@ typedef struct {
     char socket[CFG_SOCKET_MAX + 1]; /* local jobs (Unix socket, absolute path); "" when absent */
     int64_t ranks;                   /* number of local ranks, >= 1 */
     int64_t first_rank;              /* world rank of its first local rank */
+    int64_t keep_awake_us; /* keep_awake_us: spin this long after the last call (0: off) */
 } cfg_worker;
 
 typedef struct {

@@ -46,6 +46,35 @@ random_u64(void)
     return v == 0 ? 1 : v;
 }
 
+/* keep_awake starts the keep-awake thread (awake.h) when the worker's keep_awake_us, or
+ * $A2A_KEEP_AWAKE_US (which overrides it; 0 turns it off), is above 0. */
+static a2a_status
+keep_awake(engine *e, char *err, size_t errlen)
+{
+    const char *env = getenv("A2A_KEEP_AWAKE_US");
+    int64_t us = e->self->keep_awake_us;
+
+    if (env != NULL && *env != '\0') {
+        char *end;
+        long long v = strtoll(env, &end, 10);
+        if (*end != '\0' || v < 0 || v > CFG_KEEP_AWAKE_MAX_US)
+            return status_fail(err, errlen, A2A_ERR_INVALID_ARGUMENT,
+                               "A2A_KEEP_AWAKE_US=\"%s\" is not a number of microseconds from 0 "
+                               "to %d",
+                               env, CFG_KEEP_AWAKE_MAX_US);
+        us = v;
+    }
+    if (us <= 0)
+        return A2A_OK;
+    if (awake_start(&e->awake, us) != 0)
+        return status_fail(err, errlen, A2A_ERR_RESOURCE_EXHAUSTED,
+                           "cannot start the keep-awake thread");
+    log_info("keep-awake: a SCHED_IDLE thread spins while calls are in the worker and %lld us "
+             "after",
+             (long long)us);
+    return A2A_OK;
+}
+
 a2a_status
 engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secure *sec, char *err,
              size_t errlen)
@@ -95,6 +124,10 @@ engine_alloc(engine **out, const cfg_cluster *cfg, const char *name, const secur
         pthread_cond_init(&e->peers[i].cv, NULL);
     }
     prior_load(e);
+    if ((st = keep_awake(e, err, errlen)) != A2A_OK) {
+        engine_free(e);
+        return st;
+    }
     if ((st = rpc_client_alloc(&e->coord, cfg->coordinator_url, &sec->client, err, errlen)) !=
         A2A_OK) {
         engine_free(e);
@@ -137,6 +170,7 @@ engine_free(engine *e)
     engine_stop(e);
     watch_stop(e);
     link_stop(e);
+    awake_stop(e->awake);
     rpc_client_free(e->coord);
     while (e->groups != NULL) {
         op_group *g = e->groups;
@@ -1435,6 +1469,7 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
     c.oc.recv_cap = a->recv_len;
     c.oc.self_copied = a->self_copied; /* with discovery too: the job places it after the reply */
     deadline = rpc_now_ms() + timeout; /* resolving the group counts against it too */
+    awake_enter(e->awake);
     pre_read(&c);
     c.oc.pre = c.pre;
     c.oc.pre_at = c.pre_at;
@@ -1462,6 +1497,7 @@ engine_alltoallv_done(engine *e, const wire_a2av *a, engine_done *done, int64_t 
     pthread_mutex_unlock(&e->mtx);
     free(c.pre);
     free(c.pre_at);
+    awake_leave(e->awake);
     return st;
 }
 

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sys/types.h>
 
+#include "awake.h"
 #include "common/frame.h"
 #include "engine.h"
 #include "group.h"
@@ -146,6 +147,7 @@ struct engine {
     int run_depth;  /* engine_run calls in progress on the lock's holder */
     eng_call *left; /* calls answered early, to leave their operation at engine_run's end */
     int waitv;      /* futex_waitv works here (a call's thread can sleep on its channel) */
+    awake *awake;   /* the keep-awake thread (awake.h), or NULL: off */
     /* the state file beside the local socket (SOCKET.ranks): the ranks that had a job on a group
      * survive a restart of this worker (op_ask_number: a new job of such a rank replaces one) */
     char prior_path[CFG_SOCKET_MAX + 8]; /* "" without a local socket */

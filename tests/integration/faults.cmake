@@ -73,6 +73,13 @@ add_test(NAME integration.opnum
 set_tests_properties(integration.opnum PROPERTIES TIMEOUT 120 LABELS integration
   FAIL_REGULAR_EXPRESSION "FAIL")
 
+# a worker's keep_awake_us: a SCHED_IDLE thread that spins while calls run and sleeps when idle
+add_test(NAME integration.keep_awake
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_keep_awake.sh
+          $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>)
+set_tests_properties(integration.keep_awake PROPERTIES TIMEOUT 120 LABELS integration
+  FAIL_REGULAR_EXPRESSION "FAIL")
+
 # a fake peer worker (fakepeer) that trickles a slice past the deadline, and one that floods
 foreach(t trickle flood)
   add_test(NAME integration.${t}

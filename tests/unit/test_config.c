@@ -447,6 +447,45 @@ test_err_ranks_value(void)
                "does not fit in 64 bits");
 }
 
+/* keep_awake_us: absent is 0 (off); 0 to 1 s; anything else named with its place */
+static void
+test_keep_awake(void)
+{
+    const char *w = HEAD
+        "workers:\n  - {name: a, url: tcp://a:1, data_url: tcp://a:2, ranks: 1, keep_awake_us: ";
+    char y[512];
+    cfg_cluster *c = load_ok(HEAD WORKERS);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->workers[0].keep_awake_us, 0);
+    cfg_free(c);
+    snprintf(y, sizeof(y), "%s500}\n  - {name: b, url: tcp://b:1, data_url: tcp://b:2, ranks: 1}\n",
+             w);
+    c = load_ok(y);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->workers[0].keep_awake_us, 500);
+    CU_ASSERT_EQUAL(c->workers[1].keep_awake_us, 0);
+    cfg_free(c);
+    snprintf(y, sizeof(y), "%s1000000}\n", w);
+    c = load_ok(y);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->workers[0].keep_awake_us, 1000000);
+    cfg_free(c);
+    snprintf(y, sizeof(y), "%s~}\n", w); /* null: off */
+    c = load_ok(y);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->workers[0].keep_awake_us, 0);
+    cfg_free(c);
+    snprintf(y, sizeof(y), "%s1000001}\n", w);
+    expect_err(y, 4, 77, "\"keep_awake_us\" must be 0 (off) to 1000000 microseconds, got 1000001");
+    snprintf(y, sizeof(y), "%s-1}\n", w);
+    expect_err(y, 4, 77, "must be 0 (off) to 1000000 microseconds, got -1");
+    snprintf(y, sizeof(y), "%s2ms}\n", w);
+    expect_err(y, 4, 77, "must be an integer, got \"2ms\"");
+    snprintf(y, sizeof(y), "%s[1]}\n", w);
+    expect_err(y, 4, 77, "keep_awake_us");
+}
+
 static void
 test_err_empty_file(void)
 {
@@ -603,6 +642,7 @@ static const struct {
     {"err_world_too_big", test_err_world_too_big},
     {"err_worker_name", test_err_worker_name},
     {"err_ranks_value", test_err_ranks_value},
+    {"keep_awake", test_keep_awake},
     {"err_empty_file", test_err_empty_file},
     {"err_two_documents", test_err_two_documents},
     {"check_group_name", test_check_group_name},
