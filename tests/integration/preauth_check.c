@@ -45,6 +45,7 @@
 #include "common/frame.h"
 #include "common/wire.h"
 #include "server/rpc.h"
+#include "tests/sp_raw.h"
 
 #define FLOOD_THREADS 48
 #define DEADLINE_SLACK_MS 2500 /* past the 5 s handshake deadline: still a pass */
@@ -76,22 +77,6 @@ sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
     nanosleep(&ts, NULL);
-}
-
-/* parse_url: "tcp://HOST:PORT" into sa (IPv4 only: the tests use 127.0.0.1). */
-static int
-parse_url(const char *url, struct sockaddr_in *sa)
-{
-    char host[64];
-    const char *hp = strstr(url, "://"), *colon;
-    if (hp == NULL || (colon = strrchr(hp + 3, ':')) == NULL ||
-        (size_t)(colon - hp - 3) >= sizeof(host))
-        return -1;
-    snprintf(host, sizeof(host), "%.*s", (int)(colon - hp - 3), hp + 3);
-    memset(sa, 0, sizeof(*sa));
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)atoi(colon + 1));
-    return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
 /* dial_from connects to to from 127.0.0.(2 + src); a blocking socket with timeouts, or -1. */
@@ -172,11 +157,7 @@ sp_request(uint8_t *out, size_t cap, const char *method, uint32_t id)
     wire_request_encode(&sb, &req);
     n = 8 + 4 + sb.size;
     if (n <= cap) {
-        uint64_t len = 4 + sb.size;
-        for (int i = 0; i < 8; i++)
-            out[i] = (uint8_t)(len >> (56 - 8 * i));
-        out[8] = (uint8_t)(0x80 | (id >> 24)), out[9] = (uint8_t)(id >> 16);
-        out[10] = (uint8_t)(id >> 8), out[11] = (uint8_t)id;
+        sp_req_head(out, sb.size, id);
         memcpy(out + 12, sb.data, sb.size);
     }
     msgpack_sbuffer_destroy(&sb);
@@ -198,7 +179,6 @@ note_hold(flood *f, int64_t held)
 static void
 flood_one(flood *f, int k, int src)
 {
-    static const uint8_t greet[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0};
     uint8_t buf[1 << 16];
     int64_t start = now_ms(), limit = start + 5000 + DEADLINE_SLACK_MS + 1000;
     int fd = dial_from(&f->to, src, 200), closed = 0;
@@ -210,7 +190,7 @@ flood_one(flood *f, int k, int src)
         return;
     }
     atomic_fetch_add(&f->conns, 1);
-    if (k != 4 && send_all(fd, greet, sizeof(greet)) != 0)
+    if (k != 4 && send_all(fd, sp_req_greeting, sizeof(sp_req_greeting)) != 0)
         goto out;
     switch (k) {
     case 0: /* unauthenticated calls, pipelined, then bytes streaming until the server closes:
@@ -236,8 +216,7 @@ flood_one(flood *f, int k, int src)
         }
         break;
     case 1: /* a malformed envelope */
-        buf[0] = buf[1] = buf[2] = buf[3] = buf[4] = buf[5] = buf[6] = 0, buf[7] = 68;
-        buf[8] = 0x80, buf[9] = buf[10] = 0, buf[11] = 1;
+        sp_req_head(buf, 64, 1);
         for (int i = 12; i < 76; i++)
             buf[i] = (uint8_t)(0xc1 ^ i);
         send_all(fd, buf, 76);
@@ -388,7 +367,7 @@ mode_rpc_flood(const char *url, const char *token_file, int seconds, int sources
         say("cannot load the token: %s", err);
         return 1;
     }
-    if (parse_url(url, &f.to) != 0 || rpc_client_alloc(&c, url, &sec, err, sizeof(err)) != 0) {
+    if (sp_parse_url(url, &f.to) != 0 || rpc_client_alloc(&c, url, &sec, err, sizeof(err)) != 0) {
         say("bad url %s", url);
         return 2;
     }
@@ -479,7 +458,7 @@ mode_link_slowloris(const char *url, int seconds, int nconn, int sources)
     long opened = 0, at_once = 0, by_deadline = 0, late = 0, failed_dials = 0, max_hold = 0;
     int bad = 0;
 
-    if (parse_url(url, &to) != 0 || (ls = calloc((size_t)nconn, sizeof(*ls))) == NULL)
+    if (sp_parse_url(url, &to) != 0 || (ls = calloc((size_t)nconn, sizeof(*ls))) == NULL)
         return 2;
     for (int i = 0; i < nconn; i++) {
         loris_open(&ls[i], &to, i % 3, i % sources);

@@ -22,6 +22,7 @@
 
 #include "common/wire.h"
 #include "server/rpc.h"
+#include "tests/sp_raw.h"
 
 #define LOCAL_URL "tcp://127.0.0.1:0"
 
@@ -522,7 +523,7 @@ raw_req(nng_socket raw, const void *bytes, size_t len, nng_msg **reply)
 }
 
 /* sp_send_raw speaks the SP protocol over a plain TCP socket, as an attacker would, with no NNG
- * on this side: it connects to url (tcp://127.0.0.1:PORT), exchanges the REQ/REP greetings and
+ * on this side: it connects to url (tcp://HOST:PORT, IPv4), exchanges the REQ/REP greetings and
  * sends one REQ message carrying bytes. Then it reads until the server closes the connection or
  * 5 s pass. Returns 1 when the server closed it without a byte of reply, 0 when it replied or
  * kept it open, -1 when the exchange itself failed. (A raw NNG REQ socket here resent the
@@ -531,36 +532,30 @@ raw_req(nng_socket raw, const void *bytes, size_t len, nng_msg **reply)
 static int
 sp_send_raw(const char *url, const void *bytes, size_t len)
 {
-    static const uint8_t greet[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0}; /* REQ v0 */
-    struct sockaddr_in sa = {.sin_family = AF_INET};
+    struct sockaddr_in sa;
     struct timeval tv = {.tv_sec = 5};
-    const char *colon = strrchr(url, ':');
     uint8_t head[12], peer[8], buf[256];
-    uint64_t mlen = 4 + (uint64_t)len;
     size_t got = 0;
     int fd, rv = -1;
 
-    if (strncmp(url, "tcp://127.0.0.1:", 16) != 0 || colon == NULL)
+    if (sp_parse_url(url, &sa) != 0)
         return -1;
-    sa.sin_port = htons((uint16_t)atoi(colon + 1));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
         return -1;
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    for (int i = 0; i < 8; i++)
-        head[i] = (uint8_t)(mlen >> (56 - 8 * i));
-    head[8] = 0x80, head[9] = 0, head[10] = 0, head[11] = 1; /* request id 1, last hop */
+    sp_req_head(head, len, 1);
     if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-        send(fd, greet, sizeof(greet), MSG_NOSIGNAL) != (ssize_t)sizeof(greet))
+        send(fd, sp_req_greeting, sizeof(sp_req_greeting), MSG_NOSIGNAL) !=
+            (ssize_t)sizeof(sp_req_greeting))
         goto out;
-    while (got < sizeof(peer)) { /* the server's greeting: REP v0 */
+    while (got < sizeof(peer)) { /* the server's greeting */
         ssize_t r = recv(fd, peer + got, sizeof(peer) - got, 0);
         if (r <= 0)
             goto out;
         got += (size_t)r;
     }
-    if (memcmp(peer, "\0SP\0\0\x31\0\0", 8) != 0 ||
+    if (memcmp(peer, sp_rep_greeting, sizeof(peer)) != 0 ||
         send(fd, head, sizeof(head), MSG_NOSIGNAL) != (ssize_t)sizeof(head) ||
         (len > 0 && send(fd, bytes, len, MSG_NOSIGNAL) != (ssize_t)len))
         goto out;
