@@ -109,11 +109,13 @@ frame_header_encode(msgpack_sbuffer *sb, const frame *f)
         }
         break;
     case FRAME_SLICE:
-        r = msgpack_pack_array(&pk, 10) || msgpack_pack_int(&pk, f->type) ||
+        if (f->has_place && f->place < 0)
+            return -1;
+        r = msgpack_pack_array(&pk, f->has_place ? 11 : 10) || msgpack_pack_int(&pk, f->type) ||
             pack_opid(&pk, &f->id) || msgpack_pack_int64(&pk, f->src) ||
             msgpack_pack_int64(&pk, f->dst) || msgpack_pack_int(&pk, f->dtype) ||
             msgpack_pack_int64(&pk, f->count) || msgpack_pack_int(&pk, f->status) ||
-            pack_str(&pk, f->message);
+            pack_str(&pk, f->message) || (f->has_place && msgpack_pack_int64(&pk, f->place));
         break;
     case FRAME_DATA:
         r = msgpack_pack_array(&pk, 7) || msgpack_pack_int(&pk, f->type) ||
@@ -280,7 +282,7 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
         [FRAME_ABORT] = 7, [FRAME_HEARTBEAT] = 1, [FRAME_CHALLENGE] = 2, [FRAME_WELCOME] = 2,
         [FRAME_WHERE] = 5, [FRAME_HERE] = 6,      [FRAME_PROBE] = 6,     [FRAME_ALIVE] = 6};
     if (n != fields[f->type] && !(f->type == FRAME_READY && n == 10) &&
-        !(f->type == FRAME_HELLO && n == 5))
+        !(f->type == FRAME_HELLO && n == 5) && !(f->type == FRAME_SLICE && n == 11))
         return msg_fail(err, errlen, "frame type %d with %u fields", f->type, n);
     switch (f->type) {
     case FRAME_HELLO:
@@ -309,7 +311,13 @@ body_decode(frame *f, const msgpack_object *a, uint32_t n, char *err, size_t err
             wire_str(f->message, FRAME_MSG_MAX, &a[9], "message", err, errlen))
             return -1;
         f->status = (a2a_status)st;
-        return f->count < 0 ? msg_fail(err, errlen, "negative count") : 0;
+        if (f->count < 0)
+            return msg_fail(err, errlen, "negative count");
+        if ((f->has_place = n == 11) == 0)
+            return 0;
+        if (wire_i64(&f->place, &a[10], "place", err, errlen) != 0)
+            return -1;
+        return f->place < 0 ? msg_fail(err, errlen, "negative place %lld", (long long)f->place) : 0;
     case FRAME_DATA:
         return opid_decode(&f->id, &a[1], err, errlen) ||
                        rank_field(&f->src, &a[4], "src", err, errlen) ||

@@ -41,6 +41,11 @@ _Static_assert((uint64_t)CFG_MAX_RANKS * 12 + 512 <= FRAME_HEADER_MAX,
  * its count (a SLICE without payload, or its eager SLICE) and, for a slice that is not eager,
  * sends the slice once a second READY gives the count back (worker/op.h). */
 #define FRAME_DISCOVER (-1)
+/* With rows, a sender streams a slice to a discoverer as soon as every row is known, without
+ * waiting for the discoverer to place its slices: its SLICE then also says where the slice goes
+ * in the receive buffer (place, in elements: the sum of the counts of the ranks before it), which
+ * the receiver checks against its capacity and, once it places, against its own sum (worker/op.h,
+ * "Count discovery"). A SLICE without the field has has_place 0. */
 /* A READY of a group of at most FRAME_ROW_MAX ranks also carries its rank's send counts to
  * every group rank (the row) and its receive capacity when it discovers its counts (cap; -1:
  * it gave counts), so that every worker knows every receiver's total one hop after the last
@@ -74,7 +79,7 @@ typedef enum {
 
 /* The version of the link protocol, in HELLO: a listener refuses a dialer of another version,
  * naming both (HELLO without the field: version 1, before PROBE and ALIVE). */
-#define FRAME_LINK_VERSION 2
+#define FRAME_LINK_VERSION 3 /* 3: SLICE's place; 2: PROBE and ALIVE */
 
 /* The label of a link's proofs: HMAC(secret, label || nonce || worker || incarnation). The
  * dialer proves the token for the CHALLENGE nonce, as itself; the listener for the HELLO nonce,
@@ -111,6 +116,9 @@ typedef struct {
     int64_t cap;                     /* READY with a row: dst's receive capacity in elements
                                         when it discovers its counts, else -1 */
     int64_t count;                   /* SLICE: the sender's count; HERE: a number, or -1 */
+    int has_place;                   /* SLICE: place follows (an 11th field) */
+    int64_t place;                   /* SLICE with has_place: where in a discoverer's receive
+                                        buffer the slice goes, in elements (>= 0) */
     int32_t idle;                    /* HERE: bits (FRAME_HERE) */
     int64_t ttl;                     /* READY: ms its call had left when it was sent (0: no
                                         bound); a call that arrives later than that (expire)

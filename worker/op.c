@@ -128,6 +128,7 @@ rows_free(op_rows *rw)
     free(rw->total);
     free(rw->cap);
     free(rw->dtype);
+    free(rw->before);
 }
 
 op_op *
@@ -155,11 +156,12 @@ op_get(op_group *g, uint64_t num, int create)
         op->rw.total = calloc(g->n, sizeof(*op->rw.total));
         op->rw.cap = calloc(g->n, sizeof(*op->rw.cap));
         op->rw.dtype = calloc(g->n, sizeof(*op->rw.dtype));
+        op->rw.before = calloc(g->nlocal * g->n, sizeof(*op->rw.before));
     }
     if (op->calls == NULL || op->rx == NULL || op->tx == NULL || op->expire == NULL ||
         op->guard == NULL || op->came == NULL ||
         (op->rows && (op->rw.in == NULL || op->rw.total == NULL || op->rw.cap == NULL ||
-                      op->rw.dtype == NULL))) {
+                      op->rw.dtype == NULL || op->rw.before == NULL))) {
         rows_free(&op->rw);
         free(op->expire);
         free(op->guard);
@@ -586,31 +588,22 @@ disc_go(op_out *o, op_op *op, op_call *c)
     readys(o, op, c, 1, -1);
 }
 
-/* rows_go: with rows, placed discovering call c sends its go to worker w when a source there
- * streams: at once (placed) when the row says that a slice from there is over the eager limit,
- * else (a source whose eager read failed streams too) once every source on w has sent its
- * SLICE (each does: eager at its arrival, or the count alone in answer to c's first READY) and
- * one announced its slice. Eager pairs to a discoverer complete at their senders by the rows
- * (rows_judge), so a worker whose slices to c were all eager gets no go. */
+/* placed_wrong fails op: remote s streamed its slice to discovering call c at place at, which
+ * is not where c's slices put it (want; or past c's capacity: want UINT64_MAX). */
 static void
-rows_go(op_out *o, op_op *op, op_call *c, int w, int placed)
+placed_wrong(op_out *o, op_op *op, const op_call *c, int64_t s, int64_t at, uint64_t want)
 {
-    const op_group *g = op->g;
-    uint64_t emax = op_eager_max(g->n);
-    int announced = 0, waiting = 0, big = 0;
-
-    if (!c->placed || op->status != A2A_OK || w < 0)
-        return;
-    for (size_t s = 0; s < g->n; s++) {
-        const op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
-        if (g->peer[s] != w)
-            continue;
-        big |= (uint64_t)rx->count > emax / c->esize;
-        waiting |= rx->state == RX_WAIT;
-        announced |= rx->announced;
-    }
-    if (big ? placed : !waiting && announced) /* once: at placement, or at the last SLICE */
-        readys(o, op, c, 1, w);
+    if (want == UINT64_MAX)
+        op_fail(o, op, A2A_ERR_INTERNAL, 1,
+                "rank %lld placed its slice for rank %lld at element %lld, past its receive "
+                "buffer of %llu elements",
+                (long long)s, (long long)c->grank, (long long)at, (unsigned long long)c->recv_cap);
+    else
+        op_fail(o, op, A2A_ERR_INTERNAL, 1,
+                "rank %lld placed its slice for rank %lld at element %lld, which rank %lld's "
+                "counts place at %llu",
+                (long long)s, (long long)c->grank, (long long)at, (long long)c->grank,
+                (unsigned long long)want);
 }
 
 /*
@@ -638,6 +631,15 @@ disc_place(op_out *o, op_op *op, op_call *c)
         disc_overflow(o, op, c->grank, need, c->dtype, c->recv_cap);
         return;
     }
+    for (size_t s = 0; s < n; s++) { /* a slice streaming already must be where it goes */
+        const op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+        if (rx->has_at && (uint64_t)rx->at != at) {
+            placed_wrong(o, op, c, (int64_t)s, rx->at, at);
+            return;
+        }
+        at += (uint64_t)rx->count;
+    }
+    at = 0;
     for (size_t s = 0; s < n; s++) {
         op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
         c->counts[2 * n + s] = rx->count;
@@ -646,10 +648,8 @@ disc_place(op_out *o, op_op *op, op_call *c)
         at += (uint64_t)rx->count;
     }
     c->placed = 1;
-    if (!op->rows)
+    if (!op->rows) /* with rows, remote senders stream without a go (rows_stream) */
         disc_go(o, op, c);
-    for (size_t i = 0; op->rows && i < g->env->nworkers; i++)
-        rows_go(o, op, c, (int)i, 1);
     for (size_t s = 0; s < n && op->status == A2A_OK; s++) {
         op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
         if (g->peer[s] < 0) {
@@ -678,6 +678,11 @@ rows_off(op_out *o, op_op *op)
     for (size_t r = 0; r < g->n && op->status == A2A_OK; r++)
         if (g->lidx[r] >= 0 && op->calls[r] != NULL)
             disc_place(o, op, op->calls[r]);
+    /* pairs to remote discoverers waited for the judge (rows_stream): announce them instead */
+    for (size_t s = 0; s < g->n && op->status == A2A_OK; s++)
+        for (size_t d = 0; g->lidx[s] >= 0 && d < g->n && op->status == A2A_OK; d++)
+            if (g->peer[d] >= 0)
+                pair_start(o, op, (int64_t)s, (int64_t)d);
 }
 
 /* rows_judge: once every rank's row is known, fail op if a discoverer's slices do not fit
@@ -702,10 +707,14 @@ rows_judge(op_out *o, op_op *op)
         op_call *c = op->calls[s];
         if (g->lidx[s] < 0 || c == NULL || c->finished)
             continue;
-        for (size_t d = 0; d < n && op->status == A2A_OK; d++)
-            if (g->peer[d] >= 0 && op->rw.cap[d] >= 0 &&
-                op->tx[PAIR(op, g->lidx[s], d)].state == TX_EAGER)
+        for (size_t d = 0; d < n && op->status == A2A_OK; d++) {
+            if (g->peer[d] < 0 || op->rw.cap[d] < 0)
+                continue;
+            if (op->tx[PAIR(op, g->lidx[s], d)].state == TX_EAGER)
                 tx_done(o, op, c, (int64_t)d);
+            else
+                pair_start(o, op, (int64_t)s, (int64_t)d); /* rows_stream, once d's READY came */
+        }
     }
     for (size_t d = 0; d < n && op->status == A2A_OK; d++)
         if (g->lidx[d] >= 0 && op->calls[d] != NULL)
@@ -728,6 +737,11 @@ rows_learn(op_out *o, op_op *op, int64_t r, const int64_t *row, int64_t cap, int
     for (size_t d = 0; d < g->n && op->status == A2A_OK; d++) {
         uint64_t k = (uint64_t)row[d];
         op->rw.total[d] = op->rw.total[d] > UINT64_MAX - k ? UINT64_MAX : op->rw.total[d] + k;
+        for (size_t s = (size_t)r + 1; s < g->n; s++) /* r's slice lies before s's in d's buffer */
+            if (g->lidx[s] >= 0) {
+                uint64_t *b = &op->rw.before[PAIR(op, g->lidx[s], d)];
+                *b = *b > UINT64_MAX - k ? UINT64_MAX : *b + k;
+            }
         if (g->peer[r] < 0 || g->lidx[d] < 0)
             continue; /* local pairs are learnt as their calls arrive (op_arrive) */
         op_rx *rx = &op->rx[PAIR(op, g->lidx[d], r)];
@@ -739,10 +753,53 @@ rows_learn(op_out *o, op_op *op, int64_t r, const int64_t *row, int64_t cap, int
     rows_judge(o, op);
 }
 
+/* rows_slice handles the SLICE of a slice that remote s streams to discovering call c with
+ * rows (rows_stream): its data follows at once, to the place the SLICE gives, which must lie
+ * within c's buffer and, once c places its slices, be where they put it (disc_place). */
+static void
+rows_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, const frame *f)
+{
+    if (!op->rows || !f->has_place || f->payload != NULL || rx->state != RX_WAIT) {
+        op_fail(o, op, A2A_ERR_INTERNAL, 1,
+                "rank %lld streams its slice to discovering rank %lld %s", (long long)f->src,
+                (long long)c->grank,
+                !op->rows            ? "with a place, without rows"
+                : !f->has_place      ? "without a place"
+                : f->payload != NULL ? "with a place and eager bytes"
+                                     : "twice");
+        return;
+    }
+    if (rx->known && f->count != rx->count) {
+        rows_differ(o, op, c, f->src, rx->count, f->count);
+        return;
+    }
+    if ((uint64_t)f->place > c->recv_cap || (uint64_t)f->count > c->recv_cap - (uint64_t)f->place) {
+        placed_wrong(o, op, c, f->src, f->place, UINT64_MAX);
+        return;
+    }
+    if (c->placed && c->counts[3 * op->g->n + f->src] != f->place) {
+        placed_wrong(o, op, c, f->src, f->place, (uint64_t)c->counts[3 * op->g->n + f->src]);
+        return;
+    }
+    disc_learn(op, c, f->src, f->count);
+    rx->has_at = 1;
+    rx->at = f->place;
+    rx->count = f->count;
+    rx->expect = f->count;
+    rx->state = RX_DATA;
+    if (f->count == 0)
+        rx_done(o, op, c, f->src);
+    disc_place(o, op, c);
+}
+
 /* disc_slice handles a SLICE from remote s for discovering call c (f->payload: taken). */
 static void
 disc_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, frame *f)
 {
+    if (f->has_place || (op->rows && f->payload == NULL && f->count > 0)) {
+        rows_slice(o, op, c, rx, f);
+        return;
+    }
     if (rx->state == RX_COUNTED) { /* the slice itself, after our second READY */
         if (!c->placed || f->payload != NULL)
             return; /* a duplicate of the count */
@@ -769,8 +826,6 @@ disc_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, frame *f)
         f->payload_len = 0;
         if (c->placed) {
             disc_land(o, op, c, f->src);
-            if (op->rows)
-                rows_go(o, op, c, op->g->peer[f->src], 0);
             return;
         }
     } else {
@@ -778,9 +833,34 @@ disc_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, frame *f)
         rx->announced = 1;
     }
     disc_learn(op, c, f->src, f->count);
-    if (c->placed && op->rows)
-        rows_go(o, op, c, op->g->peer[f->src], 0); /* placed by the rows before this SLICE */
     disc_place(o, op, c);
+}
+
+static void stream_out(op_out *o, op_op *op, op_call *c, int64_t d, int64_t count, int64_t place);
+
+/* rows_stream: with rows, pair s -> remote discoverer d starts once every row is known
+ * (rows_judge: nothing is sent before, so a receiver whose slices do not fit fails the operation
+ * for every member first). An eager slice is done then; any other streams at once, its SLICE
+ * saying where it goes in d's buffer (op_rows.before), without waiting for d to place its slices
+ * and send a go: one READY sooner than disc_answer's announce and go, as with known counts. */
+static void
+rows_stream(op_out *o, op_op *op, op_call *c, op_tx *tx, int64_t s, int64_t d)
+{
+    uint64_t at = op->rw.before[PAIR(op, c->lidx, d)];
+
+    if (!op->judged)
+        return; /* rows_judge starts it */
+    if (tx->state == TX_EAGER) {
+        tx_done(o, op, c, d);
+        return;
+    }
+    tx->state = TX_MOVING;
+    if (at > (uint64_t)INT64_MAX) { /* the judge found it fits: never */
+        op_fail(o, op, A2A_ERR_INTERNAL, 1, "rank %lld's slice for rank %lld lies past 2^63",
+                (long long)s, (long long)d);
+        return;
+    }
+    stream_out(o, op, c, d, c->counts[d], (int64_t)at);
 }
 
 /*
@@ -801,7 +881,10 @@ pair_start(op_out *o, op_op *op, int64_t s, int64_t d)
     if (tx->state != TX_READY && tx->state != TX_EAGER)
         return;
     if (tx->expect == FRAME_DISCOVER) { /* remote d discovers its counts */
-        disc_answer(o, op, c, tx, s, d);
+        if (op->rows)
+            rows_stream(o, op, c, tx, s, d);
+        else
+            disc_answer(o, op, c, tx, s, d);
         return;
     }
     count = c->counts[d];
@@ -839,11 +922,22 @@ pair_start(op_out *o, op_op *op, int64_t s, int64_t d)
         }
         return;
     }
+    stream_out(o, op, c, d, count, -1);
+}
+
+/* stream_out sends SLICE(count) for pair c -> remote d (with place >= 0: where the slice goes in
+ * a discoverer's buffer) and queues the slice's bytes after it. */
+static void
+stream_out(op_out *o, op_op *op, op_call *c, int64_t d, int64_t count, int64_t place)
+{
+    op_group *g = op->g;
     frame f = frame_of(op, FRAME_SLICE);
-    f.src = s;
+    f.src = c->grank;
     f.dst = d;
     f.dtype = c->dtype;
     f.count = count;
+    f.has_place = place >= 0;
+    f.place = place;
     (void)send_frame(o, g->peer[d], op, &f);
     if (count == 0) {
         tx_done(o, op, c, d);
@@ -857,7 +951,7 @@ pair_start(op_out *o, op_op *op, int64_t s, int64_t d)
     a->peer = g->peer[d];
     a->op = op;
     a->call = c;
-    a->s = s;
+    a->s = c->grank;
     a->d = d;
     a->len = (uint64_t)count * c->esize;
     a->off = (uint64_t)c->counts[g->n + d] * c->esize;
@@ -1787,7 +1881,8 @@ op_data_target(op_out *o, op_group *g, int peer, const frame *f, uint64_t len, u
                 (unsigned long long)rx->bytes);
         return NULL;
     }
-    *off = (uint64_t)c->counts[3 * g->n + f->src] * c->esize + f->offset;
+    /* a discoverer's slice may stream before it placed them: at the SLICE's place (rows_slice) */
+    *off = (uint64_t)(rx->has_at ? rx->at : c->counts[3 * g->n + f->src]) * c->esize + f->offset;
     return c;
 }
 

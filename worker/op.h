@@ -172,17 +172,21 @@ typedef struct {
     int known;     /* discovery: count is s's */
     int announced; /* discovery: s's SLICE gave the count alone (streamed after our go) */
     int64_t row;   /* rows: remote s's count to d, once its READY row came (op_rows.in[s]) */
+    int has_at;    /* discovery with rows: s streamed before d placed, its SLICE said where */
+    int64_t at;    /* with has_at: that place, in elements (checked when d places) */
     int probe;     /* 0; 1: PROBE(s, d) sent, ALIVE awaited; 2: ALIVE came */
 } op_rx;
 
 /* What the READY rows told of an operation (op.h, "Count discovery"; groups of at most
  * FRAME_ROW_MAX ranks), by group rank. */
 typedef struct {
-    size_t seen;     /* ranks whose row is known (remote: their READY; local: their arrival) */
-    uint8_t *in;     /* its row is known */
-    uint64_t *total; /* as a receiver: the elements every rank known so far sends it */
-    int64_t *cap;    /* as a receiver: its capacity when it discovers its counts, else -1 */
-    int32_t *dtype;  /* as a receiver */
+    size_t seen;      /* ranks whose row is known (remote: their READY; local: their arrival) */
+    uint8_t *in;      /* its row is known */
+    uint64_t *total;  /* as a receiver: the elements every rank known so far sends it */
+    int64_t *cap;     /* as a receiver: its capacity when it discovers its counts, else -1 */
+    int32_t *dtype;   /* as a receiver */
+    uint64_t *before; /* [lidx(s) * n + d]: what the ranks before local s send d (known so far):
+                       * where s's slice goes in a discoverer d's buffer (the SLICE's place) */
 } op_rows;
 
 struct op_op {

@@ -101,6 +101,10 @@ hostile(sim *S, input *in)
         plen = (uint64_t)(f.count > 0 && f.count <= 8 ? f.count : 1) * 8;
         for (size_t i = 0; i < plen; i++)
             payload[i] = take(in);
+    } else if (f.type == FRAME_SLICE && take(in) % 2) { /* streams to a discoverer: its place */
+        static const int64_t pc[] = {0, 1, 3, 600, INT64_MAX};
+        f.has_place = 1;
+        f.place = pc[take(in) % 5];
     } else if (f.type == FRAME_ABORT) {
         f.status = (a2a_status)(take(in) % 10);
         f.resync = take(in) % 3 == 0 ? take(in) : 0;

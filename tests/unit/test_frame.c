@@ -965,6 +965,55 @@ payload_for(int t)
     return t == FRAME_DATA ? 100 : 0;
 }
 
+/* a SLICE that streams to a discoverer says where the slice goes (an 11th field): round trips
+ * for 0, 1 and INT64_MAX, none without the field; a negative place, a place of another type and
+ * a SLICE of 12 fields are refused, naming it; the encoder refuses a negative place too */
+static void
+test_slice_place(void)
+{
+    frame in = {.type = FRAME_SLICE, .src = 1, .dst = 2, .dtype = A2A_INT8, .count = 9}, out;
+    const int64_t places[] = {0, 1, INT64_MAX};
+    msgpack_sbuffer sb;
+
+    set_opid(&in, "g", 5, 6);
+    round_trip(&in, 0, &out);
+    CU_ASSERT_EQUAL(out.has_place, 0);
+    frame_fini(&out);
+    for (size_t i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
+        in.has_place = 1;
+        in.place = places[i];
+        round_trip(&in, 0, &out);
+        CU_ASSERT_EQUAL(out.has_place, 1);
+        CU_ASSERT_EQUAL(out.place, places[i]);
+        CU_ASSERT_EQUAL(out.count, 9);
+        frame_fini(&out);
+    }
+    in.place = -1;
+    msgpack_sbuffer_init(&sb);
+    CU_ASSERT_EQUAL(frame_header_encode(&sb, &in), -1);
+    CU_ASSERT_EQUAL(sb.size, 0);
+    msgpack_sbuffer_destroy(&sb);
+
+    static const struct {
+        enum wrong w;
+        const char *needle;
+    } bad[] = {{W_NEG, "negative place -1"},
+               {W_OTHER, "place"},
+               {W_NIL, "place"},
+               {W_BIGU, "place"},
+               {W_FLOAT, "place"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        mbuf b;
+        build(&b, FRAME_SLICE, 11, 10, bad[i].w);
+        expect_fail(b.sb.data, b.sb.size, 0, bad[i].needle, "SLICE place");
+        mb_fini(&b);
+    }
+    mbuf b;
+    build(&b, FRAME_SLICE, 12, -1, W_NIL);
+    expect_fail(b.sb.data, b.sb.size, 0, "with 12 fields", "SLICE of 12 fields");
+    mb_fini(&b);
+}
+
 static void
 test_builder_valid(void)
 {
@@ -989,6 +1038,8 @@ test_wrong_field_count(void)
                 continue;
             if (t == FRAME_HELLO && counts[k] == 5)
                 continue; /* version 1's HELLO, without the version (test_hello_version) */
+            if (t == FRAME_SLICE && counts[k] == 11)
+                continue; /* a SLICE with its place (test_slice_place) */
             build(&b, t, counts[k], -1, W_NIL);
             snprintf(needle, sizeof(needle), "with %u fields", counts[k]);
             expect_fail(b.sb.data, b.sb.size, payload_for(t), needle, "field count");
@@ -1648,6 +1699,7 @@ main(int argc, char **argv)
         {"READY round trip, many pairs", test_ready_round_trip_many},
         {"READY of CFG_MAX_RANKS sources fits the header limit", test_ready_header_limit},
         {"SLICE round trip", test_slice_round_trip},
+        {"SLICE with a place: round trip and malformed", test_slice_place},
         {"DATA round trip", test_data_round_trip},
         {"ABORT round trip", test_abort_round_trip},
         {"encode unknown type", test_encode_unknown_type},

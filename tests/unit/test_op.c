@@ -1014,6 +1014,47 @@ rows_ready(int64_t *srcs, int64_t *counts, int64_t to0, int64_t to1, int64_t cap
     return f;
 }
 
+/* rows, the sending side, a slice over the eager limit: it streams once every row is known (not
+ * at the discoverer's READY before that), its SLICE saying where it goes; nothing streams when
+ * the discoverer's slices do not fit */
+static void
+test_rows_stream(void)
+{
+    for (int fit = 0; fit < 2; fit++) {
+        one t;
+        int64_t srcs[] = {0}, counts[] = {FRAME_DISCOVER};
+        one_init(&t, 1, BIG, 1, 1);
+        op_op *op = one_arrive(&t, 0);
+        CU_ASSERT_EQUAL(op->tx[1].state, TX_WAIT);
+        op_out_reset(&t.o);
+        frame f = rows_ready(srcs, counts, 1, 5, fit ? BIG + 5 : BIG + 4);
+        op_frame(&t.o, t.g, 1, 11, &f);
+        CU_ASSERT(op->judged);
+        CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 0);
+        if (!fit) {
+            CU_ASSERT_EQUAL(op->status, A2A_ERR_RESOURCE_EXHAUSTED);
+            CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 0);
+            CU_ASSERT_PTR_NULL(one_find(&t, OPA_SEND, FRAME_SLICE));
+            one_fini(&t);
+            continue;
+        }
+        CU_ASSERT_EQUAL(op->status, A2A_OK);
+        CU_ASSERT_EQUAL(op->tx[1].state, TX_MOVING);
+        const op_act *a = one_find(&t, OPA_SEND, FRAME_SLICE);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_EQUAL(a->f.count, BIG);
+        CU_ASSERT(a->f.has_place);
+        CU_ASSERT_EQUAL(a->f.place, 0); /* rank 0's slice is the first in rank 1's buffer */
+        CU_ASSERT_EQUAL(a->plen, 0);
+        CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 1);
+        a = one_find(&t, OPA_STREAM, -1);
+        CU_ASSERT_EQUAL(a->len, 8 * BIG);
+        op_sent(&t.o, &t.c, 1, 0);
+        CU_ASSERT_EQUAL(op->tx[1].state, TX_DONE);
+        one_fini(&t);
+    }
+}
+
 /* rows, the sending side: a discoverer's READY with its row completes rank 0's eager pair to it
  * once every row is known (no second READY), or fails the operation for everyone, naming it,
  * when its slices do not fit; the second READY that comes later changes nothing */
@@ -1055,48 +1096,115 @@ test_rows_sender(void)
     }
 }
 
-/* rows, the receiving side: rank 1's slice of 3 is under the eager limit, but it announces it
- * (its worker could not read it before the call entered, so it streams): rank 0's go goes then,
- * once, and the slice streams after it */
+/* rows_slice: rank 1's SLICE streaming count elements to discovering rank 0, at place */
+static frame
+rows_slice(int64_t count, int64_t place)
+{
+    frame s = one_slice(1, 0, count);
+    s.has_place = 1;
+    s.place = place;
+    return s;
+}
+
+/* rows, the receiving side: rank 1's slice of 3 is under the eager limit, but it streams (its
+ * worker could not read it before the call entered): it says where it goes, nobody sends a go,
+ * and its DATA lands there, whether its SLICE comes before rank 0 placed its slices or after */
 static void
-test_rows_announced_small(void)
+test_rows_streamed_small(void)
 {
     int64_t srcs[] = {0}, counts[] = {1};
-    one t;
-    uint64_t off = 0;
-    disc_init(&t, 2, 1, BIG + 10);
-    op_op *op = one_arrive(&t, 0);
-    op_out_reset(&t.o);
-    frame f = rows_ready(srcs, counts, 3, 4, -1);
-    op_frame(&t.o, t.g, 1, 11, &f);
-    CU_ASSERT(t.c.placed);
-    CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 0);
-    op_out_reset(&t.o);
-    frame s = one_slice(1, 0, 3); /* the count alone */
-    op_frame(&t.o, t.g, 1, 11, &s);
-    CU_ASSERT_EQUAL(op->rx[1].state, RX_COUNTED);
-    const op_act *a = one_find(&t, OPA_SEND, FRAME_READY);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT_EQUAL(a->f.counts[0], 3);
-    CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 1);
-    op_out_reset(&t.o);
-    op_frame(&t.o, t.g, 1, 11, &s); /* the slice itself */
-    CU_ASSERT_EQUAL(op->rx[1].state, RX_DATA);
-    CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 0);
-    frame d = one_frame(FRAME_DATA, 7, 0);
-    d.src = 1;
-    d.dst = 0;
-    CU_ASSERT_PTR_EQUAL(op_data_target(&t.o, t.g, 1, &d, 24, &off), &t.c);
-    CU_ASSERT_EQUAL(off, 16);
-    op_data_landed(&t.o, &t.c, 1, 24, 0);
-    CU_ASSERT_EQUAL(op->rx[1].state, RX_DONE);
-    CU_ASSERT_EQUAL(op->status, A2A_OK);
-    one_fini(&t);
+    for (int early = 0; early < 2; early++) {
+        one t;
+        uint64_t off = 0;
+        disc_init(&t, 2, 1, BIG + 10);
+        op_op *op = one_arrive(&t, 0);
+        op_out_reset(&t.o);
+        frame f = rows_ready(srcs, counts, 3, 4, -1);
+        frame s = rows_slice(3, 2); /* after rank 0's own 2 */
+        frame d = one_frame(FRAME_DATA, 7, 0);
+        d.src = 1;
+        d.dst = 0;
+        if (early) { /* the SLICE before rank 1's row: streaming already, not placed */
+            op_frame(&t.o, t.g, 1, 11, &s);
+            CU_ASSERT_EQUAL(op->rx[1].state, RX_DATA);
+            CU_ASSERT(!t.c.placed);
+            CU_ASSERT_PTR_EQUAL(op_data_target(&t.o, t.g, 1, &d, 8, &off), &t.c);
+            CU_ASSERT_EQUAL(off, 16);
+            op_data_landed(&t.o, &t.c, 1, 8, 0);
+            d.offset = 8;
+        }
+        op_frame(&t.o, t.g, 1, 11, &f);
+        CU_ASSERT(t.c.placed);
+        CU_ASSERT_EQUAL(t.counts[7], 2);
+        if (!early) {
+            op_frame(&t.o, t.g, 1, 11, &s);
+            CU_ASSERT_EQUAL(op->rx[1].state, RX_DATA);
+        }
+        CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 0); /* no go, ever */
+        CU_ASSERT_PTR_EQUAL(op_data_target(&t.o, t.g, 1, &d, 24 - d.offset, &off), &t.c);
+        CU_ASSERT_EQUAL(off, 16 + d.offset);
+        op_data_landed(&t.o, &t.c, 1, 24 - d.offset, 0);
+        CU_ASSERT_EQUAL(op->rx[1].state, RX_DONE);
+        CU_ASSERT_EQUAL(op->status, A2A_OK);
+        one_fini(&t);
+    }
+}
+
+/* rows, the receiving side, a sender that does not follow them: a SLICE that streams without a
+ * place, a place past the buffer, or a place that is not where the counts put the slice (told
+ * before rank 0 placed its slices, or after) fails the operation, naming both, and nothing of
+ * its data is written */
+static void
+test_rows_place_checks(void)
+{
+    static const struct {
+        int has, early;
+        int64_t place;
+        const char *msg;
+    } cases[] = {
+        {0, 0, 0, "rank 1 streams its slice to discovering rank 0 without a place"},
+        {1, 0, 3,
+         "rank 1 placed its slice for rank 0 at element 3, which rank 0's counts place "
+         "at 2"},
+        {1, 1, 3,
+         "rank 1 placed its slice for rank 0 at element 3, which rank 0's counts place "
+         "at 2"},
+        {1, 1, 11,
+         "rank 1 placed its slice for rank 0 at element 11, past its receive buffer of "
+         "BIG elements"},
+    };
+    int64_t srcs[] = {0}, counts[] = {1};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        one t;
+        uint64_t off = 0;
+        char want[256];
+        disc_init(&t, 2, 1, BIG + 10);
+        op_op *op = one_arrive(&t, 0);
+        frame f = rows_ready(srcs, counts, BIG, 4, -1);
+        frame s = rows_slice(BIG, cases[k].place);
+        s.has_place = cases[k].has;
+        if (!cases[k].early)
+            op_frame(&t.o, t.g, 1, 11, &f);
+        op_frame(&t.o, t.g, 1, 11, &s);
+        if (cases[k].early)
+            op_frame(&t.o, t.g, 1, 11, &f);
+        CU_ASSERT_EQUAL(op->status, A2A_ERR_INTERNAL);
+        snprintf(want, sizeof(want), "%s", cases[k].msg);
+        char *big = strstr(want, "BIG");
+        if (big != NULL)
+            snprintf(big, sizeof(want) - (size_t)(big - want), "%d elements", BIG + 10);
+        CU_ASSERT_STRING_EQUAL(op->msg, want);
+        frame d = one_frame(FRAME_DATA, 7, 0);
+        d.src = 1;
+        d.dst = 0;
+        CU_ASSERT_PTR_NULL(op_data_target(&t.o, t.g, 1, &d, 8, &off));
+        one_fini(&t);
+    }
 }
 
 /* rows, the receiving side: rank 0 discovers; rank 1's row tells its count, so rank 0 places
- * at once and its eager slice lands as it comes; a streamed one is announced, then streamed
- * after the go READY; a SLICE whose count is not the row's fails the operation */
+ * at once and its eager slice lands as it comes; a streamed one comes with its place, without a
+ * go READY; a SLICE whose count is not the row's fails the operation */
 static void
 test_rows_receiver(void)
 {
@@ -1117,16 +1225,9 @@ test_rows_receiver(void)
         CU_ASSERT_EQUAL(t.counts[5], n1);
         CU_ASSERT_EQUAL(t.counts[7], 2);                 /* after rank 0's own 2 */
         CU_ASSERT_EQUAL(one_count(&t, OPA_COPY, -1), 1); /* 0 -> 0 */
-        /* the go at once for a slice the row says is over the eager limit; for a small one
-         * none yet: rank 1's SLICE will say whether it came eagerly */
+        /* no go: rank 1 knows every row too, and streams or sends eagerly on its own */
         const op_act *a = one_find(&t, OPA_SEND, FRAME_READY);
-        if (k == 1) {
-            CU_ASSERT_PTR_NOT_NULL_FATAL(a); /* the go, with the count back and no row */
-            CU_ASSERT_EQUAL(a->f.counts[0], n1);
-            CU_ASSERT_EQUAL(a->f.nrow, 0);
-        } else {
-            CU_ASSERT_PTR_NULL(a);
-        }
+        CU_ASSERT_PTR_NULL(a);
         op_out_reset(&t.o);
         if (k == 2) { /* the SLICE says 4 where the row said 3 */
             frame s = one_slice(1, 0, 4);
@@ -1153,13 +1254,11 @@ test_rows_receiver(void)
             /* no go: an eager pair to a discoverer completes at its sender by the rows */
             CU_ASSERT_PTR_NULL(one_find(&t, OPA_SEND, FRAME_READY));
             op_landed(&t.o, &t.c, 1, 0);
-        } else { /* streamed: the count alone (answering READY(-1)), then the slice itself */
-            frame s = one_slice(1, 0, BIG);
-            op_frame(&t.o, t.g, 1, 11, &s);
-            CU_ASSERT_EQUAL(op->rx[1].state, RX_COUNTED);
-            CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 0); /* it had its go */
+        } else { /* streamed: its SLICE says where it goes, its data follows */
+            frame s = rows_slice(BIG, 2);
             op_frame(&t.o, t.g, 1, 11, &s);
             CU_ASSERT_EQUAL(op->rx[1].state, RX_DATA);
+            CU_ASSERT_EQUAL(one_count(&t, OPA_SEND, FRAME_READY), 0);
             frame d = one_frame(FRAME_DATA, 7, 0);
             d.src = 1;
             d.dst = 0;
@@ -1803,8 +1902,10 @@ static const cu_test tests[] = {
     {"discover_eager", test_discover_eager},
     {"discover_sender", test_discover_sender},
     {"rows_sender", test_rows_sender},
+    {"rows_stream", test_rows_stream},
     {"rows_receiver", test_rows_receiver},
-    {"rows_announced_small", test_rows_announced_small},
+    {"rows_streamed_small", test_rows_streamed_small},
+    {"rows_place_checks", test_rows_place_checks},
     {"rows_off", test_rows_off},
     {"eager_limit", test_eager_limit},
     {"discover_orders", test_discover_orders},
