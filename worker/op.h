@@ -53,9 +53,15 @@
  * lowest group rank that overflows (the same message at every worker) or else completes its
  * eager pairs to discoverers at once (TX_EAGER -> TX_DONE, without the second READY) and lets
  * its local discoverers place (they learn remote counts from the rows, so they do not wait for
- * the announced counts either). Announced slices still wait for the second READY, their go.
+ * the announced counts either). A slice to a remote discoverer is not announced: it streams at
+ * the judgement (TX_READY -> TX_MOVING, rows_stream), its SLICE saying where it goes in the
+ * discoverer's buffer (place: what the ranks before it send that rank, op_rows.before), and no
+ * go is sent. The receiver takes it whether it has placed or not (RX_WAIT -> RX_DATA at the
+ * SLICE's place, op_rx.at, rows_slice), and checks the place against its capacity and, when it
+ * places, against its own sum: a place past the buffer or elsewhere fails the operation.
  * A first READY without a row (a bigger group, or a worker that sends none) turns rows off for
- * that operation: everything then goes as above.
+ * that operation: everything then goes as above (a pair that waited for the judgement is
+ * announced then).
  *
  * Probes (a late call must not complete with a member's data that member gave up on). A remote
  * member s's READY says how long its call had left (ttl): past its expiry here (receipt + ttl)
