@@ -15,6 +15,7 @@
  * The barrier, the max and the sums over ranks are all_to_all_v calls too.
  * Rank 0 prints WORKLOADS.md section 6 (or JSON lines with --json).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -210,8 +211,26 @@ bench_spin(double secs)
     return x;
 }
 
-/* bench_overlap: per iteration, barrier; start the op, compute for `compute` seconds, wait;
- * the max over ranks of each iteration's wall time goes to z->tmax (rank 0). */
+/* bench_idle sleeps secs seconds: a compute phase that leaves the CPU to others, as a rank's
+ * thread does while its accelerator computes. */
+static void
+bench_idle(double secs)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)secs;
+    ts.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* bench_overlap: per iteration, barrier; start the op, compute for `compute` seconds (spinning,
+ * or sleeping with --overlap-idle), wait; the max over ranks of each iteration's wall time goes
+ * to z->tmax (rank 0). */
 static void
 bench_overlap(bench_ctx *c, const bench_opts *o, bench_size *z, int iters, double compute)
 {
@@ -224,7 +243,10 @@ bench_overlap(bench_ctx *c, const bench_opts *o, bench_size *z, int iters, doubl
         double t0 = bench_now();
         if ((st = a2a_all_to_all_v_start(c->job, &a, &r)) != A2A_OK)
             bench_fail(c, "all_to_all_v_start", st);
-        sink += bench_spin(compute);
+        if (o->overlap == 2)
+            bench_idle(compute);
+        else
+            sink += bench_spin(compute);
         if ((st = a2a_wait(r)) != A2A_OK)
             bench_fail(c, "wait", st);
         z->times[it] = bench_now() - t0;
@@ -412,9 +434,10 @@ bench_one(bench_ctx *c, const bench_opts *o, bench_size *z)
             double both = bench_median(z->tmax, iters), base = op_med > tw ? op_med : tw;
             char line[512];
             snprintf(line, sizeof(line),
-                     "# overlap %s: op_us=%.2f compute_us=%.2f start+compute+wait_us=%.2f "
+                     "# overlap%s %s: op_us=%.2f compute_us=%.2f start+compute+wait_us=%.2f "
                      "extra_pct=%.1f\n",
-                     what, op_med * 1e6, tw * 1e6, both * 1e6, 100.0 * (both - base) / base);
+                     o->overlap == 2 ? "-idle" : "", what, op_med * 1e6, tw * 1e6, both * 1e6,
+                     100.0 * (both - base) / base);
             fputs(line, stdout);
             fflush(stdout);
             if (c->out != NULL)
@@ -437,12 +460,16 @@ bench_usage(FILE *f)
                "hccl_world_group, every size verified twice. bench/mpi_alltoallv_bench takes\n"
                "the same options but --shared, --discover and --overlap.\n"
                "\n");
-    bo_usage_options(f, "  --shared             buffers from a2a_buffer_alloc (shared with the "
-                        "worker)\n"
-                        "  --discover           count discovery: no receive counts given, the "
-                        "worker's answered\n"
-                        "  --overlap            also: start, compute as long as one op, wait "
-                        "(a line \"# overlap\")\n");
+    bo_usage_options(f,
+                     "  --shared             buffers from a2a_buffer_alloc (shared with the "
+                     "worker)\n"
+                     "  --discover           count discovery: no receive counts given, the "
+                     "worker's answered\n"
+                     "  --overlap            also: start, compute as long as one op, wait "
+                     "(a line \"# overlap\")\n"
+                     "  --overlap-idle       the same, sleeping instead of computing, as while "
+                     "an\n"
+                     "                       accelerator computes (a line \"# overlap-idle\")\n");
     fprintf(f, "\n"
                "Rank 0 prints: pattern N S_bytes time_us_median algbw_GBps busbw_GBps ok\n"
                "Exit status: 0 when every size was ok, 1 when one was not, 2 for bad usage\n"

@@ -119,6 +119,7 @@ static const struct option bo_longs[] = {{"minbytes", required_argument, NULL, '
                                          {"shared", no_argument, NULL, 'H'},
                                          {"discover", no_argument, NULL, 'D'},
                                          {"overlap", no_argument, NULL, 'L'},
+                                         {"overlap-idle", no_argument, NULL, 'I'},
                                          {"help", no_argument, NULL, 'h'},
                                          {"version", no_argument, NULL, 'V'},
                                          {NULL, 0, NULL, 0}};
@@ -204,6 +205,7 @@ bo_one(bench_opts *o, int ch, const char *arg, const char *opt, const char *prog
     case 'H': o->shared = 1; return 0;
     case 'D': o->discover = 1; return 0;
     case 'L': o->overlap = 1; return 0;
+    case 'I': o->overlap = 2; return 0;
     case 'h': usage(stdout); return 1;
     case 'V': printf("%s %s\n", prog, A2A_VERSION); return 1;
     }

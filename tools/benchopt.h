@@ -25,7 +25,9 @@ typedef struct {
     double target;
     int warmup, min_iters, max_iters, quiet, json, shared;
     int discover; /* a2a-bench only: count discovery (recv_counts NULL) in the measured op */
-    int overlap;  /* a2a-bench only: also start + compute of the op's length + wait */
+    int overlap;  /* a2a-bench only: also start + compute of the op's length + wait (1: the
+                   * compute keeps the CPU busy; 2: the rank's thread sleeps meanwhile, as while
+                   * an accelerator computes) */
     int dtype;    /* index in bo_dtype_names, the order of a2a_dtype */
     size_t esize; /* bytes per element */
     const char *out_path;

@@ -1273,7 +1273,8 @@ test_rows_receiver(void)
 }
 
 /* rows, malformed: a first READY whose row has the wrong length turns rows off for that
- * operation (the counts then come as without rows), and nothing is judged from it */
+ * operation (the counts then come as without rows: an eager pair waits for the second READY, a
+ * streamed one is announced), and nothing is judged from it */
 static void
 test_rows_off(void)
 {
@@ -1288,6 +1289,29 @@ test_rows_off(void)
     CU_ASSERT_EQUAL(op->rows, 0);
     CU_ASSERT(!op->judged);
     CU_ASSERT_EQUAL(t.c.sends_left, left); /* waits for the second READY */
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    one_fini(&t);
+
+    /* a slice over the eager limit that waited for the judgement is announced instead (its count
+     * alone, no place), and streams at the second READY */
+    one_init(&t, 1, BIG, 1, 1);
+    op = one_arrive(&t, 0);
+    op_out_reset(&t.o);
+    f = rows_ready(srcs, counts, 1, 5, BIG + 10);
+    f.nrow = 1;
+    op_frame(&t.o, t.g, 1, 11, &f);
+    CU_ASSERT_EQUAL(op->rows, 0);
+    CU_ASSERT_EQUAL(op->tx[1].state, TX_ANNOUNCED);
+    const op_act *a = one_find(&t, OPA_SEND, FRAME_SLICE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->f.count, BIG);
+    CU_ASSERT(!a->f.has_place);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 0);
+    op_out_reset(&t.o);
+    counts[0] = BIG;
+    frame go = one_ready(7, srcs, counts);
+    op_frame(&t.o, t.g, 1, 11, &go);
+    CU_ASSERT_EQUAL(one_count(&t, OPA_STREAM, -1), 1);
     CU_ASSERT_EQUAL(op->status, A2A_OK);
     one_fini(&t);
 }
