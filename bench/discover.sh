@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # discover.sh - count discovery against known counts, and an operation overlapped with compute
 # (issue 12): a2a-bench under a2a-launch, uniform pattern, known counts and --discover in
-# alternating rounds, then --overlap; prints one table (medians over the rounds of a2a-bench's
+# alternating rounds, then --overlap (a compute phase that spins) and --overlap-idle (one that
+# sleeps, as while an accelerator computes); prints one table (medians over the rounds of a2a-bench's
 # median, microseconds) and the overlap lines. See docs/PERFORMANCE.md.
 #
 # usage: bench/discover.sh [ROUNDS] [SHAPES]     (defaults: 3, "2x2 4x1 4x2")
@@ -29,9 +30,11 @@ for shape in $shapes; do
             done
         done
     done
-    "$b/a2a-launch" --workers "$w" --ranks-per-worker "$r" -- \
-        "$b/a2a-bench" --patterns uniform -b 64 -e "$max" -f 16 --overlap --quiet 2>/dev/null |
-        sed -n 's/^\[0\] \(# overlap\)/\1/p' | sed "s/^/$shape /" >>"$out/overlap"
+    for kind in overlap overlap-idle; do
+        "$b/a2a-launch" --workers "$w" --ranks-per-worker "$r" -- \
+            "$b/a2a-bench" --patterns uniform -b 64 -e "$max" -f 16 --$kind --quiet 2>/dev/null |
+            sed -n 's/^\[0\] \(# overlap\)/\1/p' | sed "s/^/$shape /" >>"$out/overlap"
+    done
 done
 python3 - "$out" $shapes <<'PY'
 import json, os, statistics, sys

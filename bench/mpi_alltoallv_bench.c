@@ -232,9 +232,10 @@ main(int argc, char **argv)
         o.discover || o.overlap) {
         if ((o.shared || o.discover || o.overlap) && r == 0)
             fprintf(stderr, "mpi_alltoallv_bench: --%s: a2a-bench only\n",
-                    o.shared     ? "shared"
-                    : o.discover ? "discover"
-                                 : "overlap");
+                    o.shared         ? "shared"
+                    : o.discover     ? "discover"
+                    : o.overlap == 2 ? "overlap-idle"
+                                     : "overlap");
         MPI_Finalize();
         return r > 0 ? 0 : 2;
     }

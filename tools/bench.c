@@ -484,7 +484,7 @@ bench_usage(FILE *f)
                "A job (run it under a2a-launch, e.g. a2a-launch -n 4 -- a2a-bench -b 1M -e 16M):\n"
                "the ALLTOALLV workloads of bench/WORKLOADS.md over a2a_all_to_all_v on\n"
                "hccl_world_group, every size verified twice. bench/mpi_alltoallv_bench takes\n"
-               "the same options but --shared, --discover and --overlap.\n"
+               "the same options but --shared, --discover, --overlap and --overlap-idle.\n"
                "\n");
     bo_usage_options(f,
                      "  --shared             buffers from a2a_buffer_alloc (shared with the "

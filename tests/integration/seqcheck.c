@@ -27,6 +27,10 @@
  *   --announce 1      lockstep: print "rank W round I begin start=T" (Unix ms)
  *                     before every call, so that a caller watching the log
  *                     sees a call that does not return (campaign.sh)
+ *   --discover 1      count discovery: no receive counts; what a rank sends
+ *                     another is N less 0..2 by the call index and the pair,
+ *                     and an OK call must have got the right counts, the
+ *                     slices packed in group-rank order and nothing after them
  *
  * modes:
  *   calls N           N calls with indices base..base+N-1
@@ -87,6 +91,7 @@ static int64_t members[MAX_RANKS];
 static int64_t n = 0, me = -1; /* group size, my group rank */
 static int64_t timeout_ms = 3000, count = 8, base = 0, pause_ms = 20, bound_ms = 2000;
 static int announce = 0;
+static int discover = 0; /* --discover 1: no receive counts; each call's counts differ (sizes) */
 
 static void
 say(const char *fmt, ...)
@@ -149,8 +154,17 @@ describe(uint64_t v, char *out, size_t len)
 
 typedef struct {
     uint64_t *send, *recv;
-    int64_t *scounts, *sdispls, *rcounts, *rdispls;
+    int64_t *scounts, *sdispls, *rcounts, *rdispls, *rout;
 } bufs;
+
+/* sizes: with --discover, what src sends dst in call idx: count, less 0..2 by the call and the
+ * pair, so that counts of another call, or of another pair, are told apart */
+static int64_t
+sizes(int64_t idx, int64_t src, int64_t dst)
+{
+    int64_t k = count - (int64_t)(((uint64_t)idx + (uint64_t)src + 2 * (uint64_t)dst) % 3);
+    return discover && k > 0 ? k : discover ? 0 : count;
+}
 
 static int
 bufs_init(bufs *b)
@@ -161,7 +175,9 @@ bufs_init(bufs *b)
     b->sdispls = calloc((size_t)n, sizeof(int64_t));
     b->rcounts = calloc((size_t)n, sizeof(int64_t));
     b->rdispls = calloc((size_t)n, sizeof(int64_t));
-    if (!b->send || !b->recv || !b->scounts || !b->sdispls || !b->rcounts || !b->rdispls)
+    b->rout = calloc((size_t)n, sizeof(int64_t));
+    if (!b->send || !b->recv || !b->scounts || !b->sdispls || !b->rcounts || !b->rdispls ||
+        !b->rout)
         return -1;
     for (int64_t j = 0; j < n; j++) {
         b->scounts[j] = b->rcounts[j] = count;
@@ -184,11 +200,21 @@ one_call(a2a_job *job, bufs *b, int64_t idx, data_verdict *verdict, char *detail
     int64_t rlen = n * (count + 1), t0;
     a2a_status st;
 
-    for (int64_t j = 0; j < n; j++)
-        for (int64_t k = 0; k < count; k++)
+    for (int64_t j = 0; j < n; j++) {
+        b->scounts[j] = sizes(idx, world_me, members[j]);
+        for (int64_t k = 0; k < b->scounts[j]; k++)
             b->send[j * count + k] = encode(idx, world_me, members[j], k);
+    }
     for (int64_t i = 0; i < rlen; i++)
         b->recv[i] = SENTINEL;
+    if (discover) { /* expected: packed in group-rank order, each followed by what comes next */
+        for (int64_t i = 0, at = 0; i < n; i++) {
+            b->rcounts[i] = sizes(idx, members[i], world_me);
+            b->rdispls[i] = at;
+            b->rout[i] = -1;
+            at += b->rcounts[i];
+        }
+    }
     a2a_alltoallv_args a = {
         .group = group,
         .dtype = A2A_UINT64,
@@ -198,9 +224,10 @@ one_call(a2a_job *job, bufs *b, int64_t idx, data_verdict *verdict, char *detail
         .send_displacements = b->sdispls,
         .recv_data = b->recv,
         .recv_len = (size_t)rlen,
-        .recv_counts = b->rcounts,
-        .recv_displacements = b->rdispls,
+        .recv_counts = discover ? NULL : b->rcounts,
+        .recv_displacements = discover ? NULL : b->rdispls,
         .timeout_ms = timeout_ms,
+        .recv_counts_out = discover ? b->rout : NULL,
     };
     t0 = mono_ms();
     st = a2a_all_to_all_v(job, &a);
@@ -212,8 +239,15 @@ one_call(a2a_job *job, bufs *b, int64_t idx, data_verdict *verdict, char *detail
         return st;
     }
     *verdict = DATA_OK;
+    for (int64_t i = 0; i < n && discover && *verdict == DATA_OK; i++)
+        if (b->rout[i] != b->rcounts[i]) {
+            snprintf(detail, dlen, "group rank %lld (world %lld) sent %lld elements, expected %lld",
+                     (long long)i, (long long)members[i], (long long)b->rout[i],
+                     (long long)b->rcounts[i]);
+            *verdict = DATA_WRONG;
+        }
     for (int64_t i = 0; i < n && *verdict == DATA_OK; i++) {
-        for (int64_t k = 0; k < count; k++) {
+        for (int64_t k = 0; k < b->rcounts[i]; k++) {
             uint64_t got = b->recv[b->rdispls[i] + k], want = encode(idx, members[i], world_me, k);
             if (got != want) {
                 char g[160], w[160];
@@ -226,9 +260,11 @@ one_call(a2a_job *job, bufs *b, int64_t idx, data_verdict *verdict, char *detail
                 break;
             }
         }
-        if (*verdict == DATA_OK && b->recv[b->rdispls[i] + count] != SENTINEL) {
+        /* the guard after the slice (discovering: after the last slice only, packed) */
+        int64_t guard = b->rdispls[i] + b->rcounts[i];
+        if (*verdict == DATA_OK && (!discover || i == n - 1) && b->recv[guard] != SENTINEL) {
             char g[160];
-            describe(b->recv[b->rdispls[i] + count], g, sizeof(g));
+            describe(b->recv[guard], g, sizeof(g));
             snprintf(detail, dlen, "the guard after group rank %lld's slice was overwritten: %s",
                      (long long)i, g);
             *verdict = DATA_WRONG;
@@ -570,7 +606,8 @@ usage(void)
 {
     fprintf(stderr,
             "usage: seqcheck [--group NAME] [--members A,B,...] [--timeout MS] [--count N]\n"
-            "                [--base I] [--pause MS] [--bound MS] [--announce 1] MODE ARGS...\n"
+            "                [--base I] [--pause MS] [--bound MS] [--announce 1] [--discover 1]\n"
+            "                MODE ARGS...\n"
             "  modes: calls N | serve | lockstep DIR SECONDS |\n"
             "         sentinel FROM COUNT WATCH_MS [shared]\n");
     return 2;
@@ -606,6 +643,8 @@ main(int argc, char **argv)
             bound_ms = strtoll(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--announce") == 0)
             announce = strtoll(argv[i + 1], NULL, 10) != 0;
+        else if (strcmp(argv[i], "--discover") == 0)
+            discover = strtoll(argv[i + 1], NULL, 10) != 0;
         else
             return usage();
     }
@@ -652,5 +691,6 @@ main(int argc, char **argv)
     free(b.sdispls);
     free(b.rcounts);
     free(b.rdispls);
+    free(b.rout);
     return rc;
 }

@@ -10,7 +10,8 @@
 #      per slice, default 8: eager slices; 4100 takes the rendezvous path),
 #      RACE_BUDGET_S (no round starts after this many seconds, default 330: the
 #      ctest timeout is 420; the fresh variant gets 2/5 of it, the persistent
-#      one the rest), KEEP_DIR=1 keeps the logs.
+#      one the rest), RACE_DISCOVER=1 (the calls discover their counts, which
+#      differ by call: seqcheck --discover), KEEP_DIR=1 keeps the logs.
 #
 # Two workers, node-a (world ranks 0 1) and node-b (2 3); group ab = [0, 2].
 # Every element seqcheck sends encodes (sender, receiver, call index), so an
@@ -70,7 +71,7 @@ url_of() { # WORLD_RANK
     if (($1 < 2)); then echo "tcp://127.0.0.1:${ports[1]}"; else echo "tcp://127.0.0.1:${ports[3]}"; fi
 }
 
-seq_args=(--group ab --members 0,2 --timeout "$TMO" --count "$COUNT")
+seq_args=(--group ab --members 0,2 --timeout "$TMO" --count "$COUNT" --discover "${RACE_DISCOVER:-0}")
 call_limit=$(((TMO + 15000) / 1000)) # seconds: a call may take its timeout + liba2a's slack
 
 start_cluster 5 node-a node-b
