@@ -61,7 +61,13 @@
  * places, against its own sum: a place past the buffer or elsewhere fails the operation.
  * A first READY without a row (a bigger group, or a worker that sends none) turns rows off for
  * that operation: everything then goes as above (a pair that waited for the judgement is
- * announced then).
+ * announced then). With rows, to a remote discoverer d:
+ *     TX_READY     READY(FRAME_DISCOVER) came  judged (every row)  -> TX_MOVING (SLICE + place,
+ *                                                                     stream; no go awaited)
+ *     TX_EAGER     sent early                  judged              -> TX_DONE
+ *     RX_WAIT      (d discovers)               SLICE(count, place) -> RX_DATA (checked: place
+ *                                                                     in d's buffer, and = d's
+ *                                                                     own sum once d places)
  *
  * Probes (a late call must not complete with a member's data that member gave up on). A remote
  * member s's READY says how long its call had left (ttl): past its expiry here (receipt + ttl)
