@@ -458,6 +458,104 @@ mode_trickle(const char *name, const char *own, const char *peer, int64_t second
     return 0;
 }
 
+/* ---- misplace ---- */
+
+/*
+ * mode_misplace plays a worker whose rank streams its slice to a discovering rank with a SLICE
+ * whose place is wrong (kind "past": past the receiver's buffer; "over": at element 0, where the
+ * receiver's own slice goes): it waits for a READY that discovers (count FRAME_DISCOVER) with a
+ * row, answers with its own first READY (its row: count elements to that rank, none to itself;
+ * it expects what the row said it gets), then SLICE(count, place) and count elements of DATA.
+ * The real worker must fail the operation INTERNAL, naming the place, and drop the DATA.
+ */
+static int
+mode_misplace(const char *name, const char *own, const char *peer, const char *kind, int64_t count)
+{
+    conn c;
+    frame r;
+    int64_t deadline, pick = -1;
+    uint8_t *payload;
+    size_t esize;
+
+    if (start_listener(own) != 0 || connect_peer(&c, peer, name) != 0)
+        return 1;
+    deadline = now_ms() + 30000;
+    pthread_mutex_lock(&mtx);
+    for (;;) {
+        for (int i = 0; i < nready && pick < 0; i++)
+            for (size_t j = 0; j < readies[i].n && pick < 0; j++)
+                if (readies[i].counts[j] == FRAME_DISCOVER && readies[i].nrow > 0) {
+                    r = readies[i];
+                    pick = (int64_t)j;
+                }
+        if (pick >= 0 || now_ms() > deadline)
+            break;
+        if (answer_wheres(&c) != 0) {
+            pthread_mutex_unlock(&mtx);
+            say("the link to the worker broke answering WHERE");
+            return 1;
+        }
+        pthread_mutex_unlock(&mtx);
+        if (send_heartbeat(&c) != 0) {
+            say("the link to the worker broke before any READY");
+            return 1;
+        }
+        nng_msleep(20);
+        pthread_mutex_lock(&mtx);
+    }
+    pthread_mutex_unlock(&mtx);
+    if (pick < 0) {
+        say("no discovering READY with a row within 30 s");
+        return 1;
+    }
+    int64_t me = r.srcs[pick], place = strcmp(kind, "past") == 0 ? r.cap - count + 1 : 0;
+    esize = a2a_dtype_size((a2a_dtype)r.dtype);
+    say("READY %s epoch %" PRIu64 " op %" PRIu64 ": group rank %lld discovers, capacity %lld; "
+        "we (group rank %lld) send %lld elements at place %lld (%s)",
+        r.id.group, r.id.epoch, r.id.op, (long long)r.dst, (long long)r.cap, (long long)me,
+        (long long)count, (long long)place, kind);
+    if (count <= 0 || (uint64_t)count * esize > FRAME_PAYLOAD_MAX ||
+        (payload = malloc((size_t)count * esize)) == NULL || r.nrow <= (size_t)me)
+        return 1;
+    memset(payload, 0x77, (size_t)count * esize);
+    {
+        int64_t srcs[1] = {r.dst}, counts[1] = {r.row[me]};
+        frame ready = {.type = FRAME_READY,
+                       .id = r.id,
+                       .dst = me,
+                       .dtype = r.dtype,
+                       .n = 1,
+                       .srcs = srcs,
+                       .counts = counts,
+                       .nrow = r.nrow,
+                       .cap = -1};
+        ready.row[r.dst] = count;
+        frame slice = {.type = FRAME_SLICE,
+                       .id = r.id,
+                       .src = me,
+                       .dst = r.dst,
+                       .dtype = r.dtype,
+                       .count = count,
+                       .status = A2A_OK,
+                       .has_place = 1,
+                       .place = place < 0 ? 0 : place};
+        frame data = {.type = FRAME_DATA, .id = r.id, .src = me, .dst = r.dst};
+        if (send_frame(&c, &ready, 0) != 0 || send_frame(&c, &slice, 0) != 0 ||
+            send_frame(&c, &data, (uint64_t)count * esize) != 0 ||
+            conn_io(&c, payload, (size_t)count * esize, 0, 10000) != 0) {
+            free(payload);
+            say("the link broke while sending READY, SLICE, DATA");
+            return 1;
+        }
+    }
+    free(payload);
+    say("sent READY, SLICE with place %lld and %lld elements of DATA; holding the link 2 s",
+        (long long)place, (long long)count);
+    hold(&c, 2000);
+    say("done");
+    return 0;
+}
+
 /* ---- flood ---- */
 
 static int
@@ -558,7 +656,8 @@ usage(void)
     fprintf(stderr, "usage: fakepeer trickle NAME OWN_DATA_URL PEER_DATA_URL SECONDS\n"
                     "       fakepeer flood NAME OWN_DATA_URL PEER_DATA_URL FRAMES PAIRS HOLD_S "
                     "[GROUP EPOCH]\n"
-                    "       fakepeer hello NAME PEER_DATA_URL VERSION\n");
+                    "       fakepeer hello NAME PEER_DATA_URL VERSION\n"
+                    "       fakepeer misplace NAME OWN_DATA_URL PEER_DATA_URL past|over COUNT\n");
     return 2;
 }
 
@@ -575,6 +674,9 @@ main(int argc, char **argv)
     else if (strcmp(mode, "flood") == 0 && (argc == 8 || argc == 10) && atoll(argv[6]) >= 0)
         rc = mode_flood(argv[2], argv[3], argv[4], atoll(argv[5]), atoll(argv[6]), atoll(argv[7]),
                         argc == 10 ? argv[8] : NULL, argc == 10 ? strtoull(argv[9], NULL, 10) : 0);
+    else if (strcmp(mode, "misplace") == 0 && argc == 7 &&
+             (strcmp(argv[5], "past") == 0 || strcmp(argv[5], "over") == 0))
+        rc = mode_misplace(argv[2], argv[3], argv[4], argv[5], atoll(argv[6]));
     else if (strcmp(mode, "hello") == 0 && argc == 5 && atoll(argv[4]) > 0)
         rc = mode_hello(argv[2], argv[3], (uint32_t)atoll(argv[4]));
     else

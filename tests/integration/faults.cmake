@@ -4,6 +4,7 @@
 #   integration.lockstep      ranks that retry in lockstep through faults
 #   integration.trickle       a fake peer trickling a slice past the deadline
 #   integration.flood         a fake peer flooding READY frames of unknown groups
+#   integration.misplace      a fake peer placing its slice for a discoverer out of place
 # seqcheck is the job (every element encodes sender, receiver and call
 # index), fakepeer the misbehaving peer worker. Included from
 # tests/integration/CMakeLists.txt. Label "faults" as well as "integration": about 6 min
@@ -80,8 +81,9 @@ add_test(NAME integration.keep_awake
 set_tests_properties(integration.keep_awake PROPERTIES TIMEOUT 120 LABELS integration
   FAIL_REGULAR_EXPRESSION "FAIL")
 
-# a fake peer worker (fakepeer) that trickles a slice past the deadline, and one that floods
-foreach(t trickle flood)
+# a fake peer worker (fakepeer) that trickles a slice past the deadline, one that floods, and
+# one that streams its slice to a discovering rank at the wrong place
+foreach(t trickle flood misplace)
   add_test(NAME integration.${t}
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_${t}.sh
             $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>
