@@ -348,6 +348,54 @@ answer_wheres(conn *c)
     return rv;
 }
 
+/* asks_slice: READY r asks our rank srcs[j] for a slice; asks_discovering: for a discoverer's
+ * counts, with a row (wait_ready's tests) */
+static int
+asks_slice(const frame *r, size_t j)
+{
+    return r->counts[j] > 0;
+}
+
+static int
+asks_discovering(const frame *r, size_t j)
+{
+    return r->counts[j] == FRAME_DISCOVER && r->nrow > 0;
+}
+
+/* wait_ready waits up to 30 s for a READY and a source j of it that want(READY, j) accepts, into
+ * *r (j returned; -1: none came, or the link broke), answering WHEREs and sending heartbeats on
+ * c meanwhile. */
+static int64_t
+wait_ready(conn *c, int (*want)(const frame *r, size_t j), frame *r)
+{
+    int64_t deadline = now_ms() + 30000, pick = -1;
+    pthread_mutex_lock(&mtx);
+    for (;;) {
+        for (int i = 0; i < nready && pick < 0; i++)
+            for (size_t j = 0; j < readies[i].n && pick < 0; j++)
+                if (want(&readies[i], j)) {
+                    *r = readies[i];
+                    pick = (int64_t)j;
+                }
+        if (pick >= 0 || now_ms() > deadline)
+            break;
+        if (answer_wheres(c) != 0) {
+            pthread_mutex_unlock(&mtx);
+            say("the link to the worker broke answering WHERE");
+            return -1;
+        }
+        pthread_mutex_unlock(&mtx);
+        if (send_heartbeat(c) != 0) {
+            say("the link to the worker broke before any READY");
+            return -1;
+        }
+        nng_msleep(20);
+        pthread_mutex_lock(&mtx);
+    }
+    pthread_mutex_unlock(&mtx);
+    return pick;
+}
+
 /* ---- trickle ---- */
 
 static int
@@ -355,7 +403,7 @@ mode_trickle(const char *name, const char *own, const char *peer, int64_t second
 {
     conn c;
     frame r;
-    int64_t t0, deadline, pick = -1;
+    int64_t t0, pick;
     size_t esize;
     uint64_t total, sent = 0;
     uint8_t *payload;
@@ -363,33 +411,7 @@ mode_trickle(const char *name, const char *own, const char *peer, int64_t second
     if (start_listener(own) != 0 || connect_peer(&c, peer, name) != 0)
         return 1;
     /* wait for a READY that asks one of our ranks for a slice; heartbeats meanwhile */
-    deadline = now_ms() + 30000;
-    pthread_mutex_lock(&mtx);
-    for (;;) {
-        for (int i = 0; i < nready && pick < 0; i++) {
-            for (size_t j = 0; j < readies[i].n && pick < 0; j++)
-                if (readies[i].counts[j] > 0) {
-                    r = readies[i];
-                    pick = (int64_t)j;
-                }
-        }
-        if (pick >= 0 || now_ms() > deadline)
-            break;
-        if (answer_wheres(&c) != 0) {
-            pthread_mutex_unlock(&mtx);
-            say("the link to the worker broke answering WHERE");
-            return 1;
-        }
-        pthread_mutex_unlock(&mtx);
-        if (send_heartbeat(&c) != 0) {
-            say("the link to the worker broke before any READY");
-            return 1;
-        }
-        nng_msleep(20);
-        pthread_mutex_lock(&mtx);
-    }
-    pthread_mutex_unlock(&mtx);
-    if (pick < 0) {
+    if ((pick = wait_ready(&c, asks_slice, &r)) < 0) {
         say("no READY asking for a slice within 30 s");
         return 1;
     }
@@ -473,38 +495,13 @@ mode_misplace(const char *name, const char *own, const char *peer, const char *k
 {
     conn c;
     frame r;
-    int64_t deadline, pick = -1;
+    int64_t pick;
     uint8_t *payload;
     size_t esize;
 
     if (start_listener(own) != 0 || connect_peer(&c, peer, name) != 0)
         return 1;
-    deadline = now_ms() + 30000;
-    pthread_mutex_lock(&mtx);
-    for (;;) {
-        for (int i = 0; i < nready && pick < 0; i++)
-            for (size_t j = 0; j < readies[i].n && pick < 0; j++)
-                if (readies[i].counts[j] == FRAME_DISCOVER && readies[i].nrow > 0) {
-                    r = readies[i];
-                    pick = (int64_t)j;
-                }
-        if (pick >= 0 || now_ms() > deadline)
-            break;
-        if (answer_wheres(&c) != 0) {
-            pthread_mutex_unlock(&mtx);
-            say("the link to the worker broke answering WHERE");
-            return 1;
-        }
-        pthread_mutex_unlock(&mtx);
-        if (send_heartbeat(&c) != 0) {
-            say("the link to the worker broke before any READY");
-            return 1;
-        }
-        nng_msleep(20);
-        pthread_mutex_lock(&mtx);
-    }
-    pthread_mutex_unlock(&mtx);
-    if (pick < 0) {
+    if ((pick = wait_ready(&c, asks_discovering, &r)) < 0) {
         say("no discovering READY with a row within 30 s");
         return 1;
     }
