@@ -169,6 +169,18 @@ rss_kib() {
     awk '/^VmRSS:/ {print $2; found=1} END {if (!found) print 0}' "/proc/$1/status" 2>/dev/null || echo 0
 }
 
+# fake_connected PID LOG LABEL: waits up to 5 s for the fakepeer PID to say in LOG that it
+# connected to the real worker; fails the test (naming LABEL, with LOG) when it does not.
+fake_connected() {
+    local i
+    for ((i = 0; i < 100; i++)); do
+        grep -q "connected to" "$2" && return 0
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.05
+    done
+    grep -q "connected to" "$2" || fail "$3: fakepeer did not connect: $(cat "$2")"
+}
+
 # wait_pid PID SECONDS: 0 when PID ended within SECONDS (reaped, its status in $wait_status),
 # 1 when it still runs (then it is killed with -9).
 wait_pid() {

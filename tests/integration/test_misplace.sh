@@ -58,17 +58,12 @@ echo "cluster: coordinator ${ports[0]}, node-a ${ports[1]}/${ports[2]}, node-f (
 bad=0
 # one_run KIND WANT: the fake misplaces its slice as KIND; rank 0's call must fail with WANT
 one_run() {
-    local kind=$1 want=$2 fp vp i
+    local kind=$1 want=$2 fp vp
     "$fakepeer" misplace node-f "tcp://127.0.0.1:${ports[4]}" "tcp://127.0.0.1:${ports[2]}" \
         "$kind" 4 >"$dir/fake.$kind.log" 2>&1 &
     fp=$!
     rank_pids=("$fp")
-    for ((i = 0; i < 100; i++)); do
-        grep -q "connected to" "$dir/fake.$kind.log" && break
-        kill -0 "$fp" 2>/dev/null || break
-        sleep 0.05
-    done
-    grep -q "connected to" "$dir/fake.$kind.log" || fail "$kind: fakepeer did not connect: $(cat "$dir/fake.$kind.log")"
+    fake_connected "$fp" "$dir/fake.$kind.log" "$kind"
     A2A_WORKER_URL="tcp://127.0.0.1:${ports[1]}" A2A_RANK=0 \
         "$seqcheck" --group tf --members 0,1 --timeout 3000 --count 8 --discover 1 calls 1 \
         >"$dir/victim.$kind.log" 2>&1 &

@@ -65,17 +65,12 @@ echo "cluster: coordinator ${ports[0]}, node-a ${ports[1]}/${ports[2]}, node-f (
 bad=0
 # one_run LABEL [shared]
 one_run() {
-    local label=$1 kind=${2:-} fp vp i
+    local label=$1 kind=${2:-} fp vp
     "$fakepeer" trickle node-f "tcp://127.0.0.1:${ports[4]}" "tcp://127.0.0.1:${ports[2]}" "$SECS" \
         >"$dir/fake.$label.log" 2>&1 &
     fp=$!
     rank_pids=("$fp")
-    for ((i = 0; i < 100; i++)); do
-        grep -q "connected to" "$dir/fake.$label.log" && break
-        kill -0 "$fp" 2>/dev/null || break
-        sleep 0.05
-    done
-    grep -q "connected to" "$dir/fake.$label.log" || fail "$label: fakepeer did not connect: $(cat "$dir/fake.$label.log")"
+    fake_connected "$fp" "$dir/fake.$label.log" "$label"
     A2A_WORKER_URL="tcp://127.0.0.1:${ports[1]}" A2A_RANK=0 \
         "$seqcheck" --group tf --members 0,1 --timeout "$TMO" --bound "$BOUND" \
         sentinel 1 2048 $(((SECS + 3) * 1000)) $kind >"$dir/victim.$label.log" 2>&1 &
