@@ -631,17 +631,12 @@ disc_place(op_out *o, op_op *op, op_call *c)
         disc_overflow(o, op, c->grank, need, c->dtype, c->recv_cap);
         return;
     }
-    for (size_t s = 0; s < n; s++) { /* a slice streaming already must be where it goes */
-        const op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
-        if (rx->has_at && (uint64_t)rx->at != at) {
+    for (size_t s = 0; s < n; s++) {
+        op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
+        if (rx->has_at && (uint64_t)rx->at != at) { /* streaming already, to another place */
             placed_wrong(o, op, c, (int64_t)s, rx->at, at);
             return;
         }
-        at += (uint64_t)rx->count;
-    }
-    at = 0;
-    for (size_t s = 0; s < n; s++) {
-        op_rx *rx = &op->rx[PAIR(op, c->lidx, s)];
         c->counts[2 * n + s] = rx->count;
         c->counts[3 * n + s] = (int64_t)at;
         rx->expect = rx->count;
@@ -830,7 +825,6 @@ disc_slice(op_out *o, op_op *op, op_call *c, op_rx *rx, frame *f)
         }
     } else {
         rx->state = RX_COUNTED;
-        rx->announced = 1;
     }
     disc_learn(op, c, f->src, f->count);
     disc_place(o, op, c);
@@ -844,7 +838,7 @@ static void stream_out(op_out *o, op_op *op, op_call *c, int64_t d, int64_t coun
  * saying where it goes in d's buffer (op_rows.before), without waiting for d to place its slices
  * and send a go: one READY sooner than disc_answer's announce and go, as with known counts. */
 static void
-rows_stream(op_out *o, op_op *op, op_call *c, op_tx *tx, int64_t s, int64_t d)
+rows_stream(op_out *o, op_op *op, op_call *c, op_tx *tx, int64_t d)
 {
     uint64_t at = op->rw.before[PAIR(op, c->lidx, d)];
 
@@ -855,12 +849,7 @@ rows_stream(op_out *o, op_op *op, op_call *c, op_tx *tx, int64_t s, int64_t d)
         return;
     }
     tx->state = TX_MOVING;
-    if (at > (uint64_t)INT64_MAX) { /* the judge found it fits: never */
-        op_fail(o, op, A2A_ERR_INTERNAL, 1, "rank %lld's slice for rank %lld lies past 2^63",
-                (long long)s, (long long)d);
-        return;
-    }
-    stream_out(o, op, c, d, c->counts[d], (int64_t)at);
+    stream_out(o, op, c, d, c->counts[d], (int64_t)at); /* at <= total[d] <= cap[d]: judged */
 }
 
 /*
@@ -882,7 +871,7 @@ pair_start(op_out *o, op_op *op, int64_t s, int64_t d)
         return;
     if (tx->expect == FRAME_DISCOVER) { /* remote d discovers its counts */
         if (op->rows)
-            rows_stream(o, op, c, tx, s, d);
+            rows_stream(o, op, c, tx, d);
         else
             disc_answer(o, op, c, tx, s, d);
         return;

@@ -181,12 +181,11 @@ typedef struct {
     uint64_t bytes; /* received so far */
     uint8_t *stash; /* RX_STASHED: the eager bytes (malloc'd) */
     size_t stash_len;
-    int known;     /* discovery: count is s's */
-    int announced; /* discovery: s's SLICE gave the count alone (streamed after our go) */
-    int64_t row;   /* rows: remote s's count to d, once its READY row came (op_rows.in[s]) */
-    int has_at;    /* discovery with rows: s streamed before d placed, its SLICE said where */
-    int64_t at;    /* with has_at: that place, in elements (checked when d places) */
-    int probe;     /* 0; 1: PROBE(s, d) sent, ALIVE awaited; 2: ALIVE came */
+    int known;   /* discovery: count is s's */
+    int64_t row; /* rows: remote s's count to d, once its READY row came (op_rows.in[s]) */
+    int has_at;  /* discovery with rows: s streamed before d placed, its SLICE said where */
+    int64_t at;  /* with has_at: that place, in elements (checked when d places) */
+    int probe;   /* 0; 1: PROBE(s, d) sent, ALIVE awaited; 2: ALIVE came */
 } op_rx;
 
 /* What the READY rows told of an operation (op.h, "Count discovery"; groups of at most
