@@ -30,6 +30,10 @@ a2a_nonblock_test(deadline 2x2 "" deadline)
 a2a_nonblock_test(close 2x2 "" leave close)
 a2a_nonblock_test(exit 2x2 "" leave exit)
 a2a_nonblock_test(args 1x2 "" args)
+foreach(shape 2x2 3x1)
+  a2a_nonblock_test(single ${shape} "" single 8)
+endforeach()
+a2a_nonblock_test(single.rpc 2x2 "A2A_CHANNEL=0" single 9)
 
 # the README's C examples (examples/c), built and run
 foreach(ex discover overlap)

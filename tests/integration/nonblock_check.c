@@ -21,6 +21,12 @@
  *                      works for everyone
  *   kill               (test_nonblock_kill.sh) requests in flight when a worker is killed
  *                      fail UNAVAILABLE; after its restart every rank meets again
+ *   single SEED        100 operations one at a time, small enough (mostly) that the start
+ *                      sends each to the worker itself and whoever waits ends it: ended by
+ *                      a2a_wait, by a2a_test polling, by a2a_test after a pause (done or not
+ *                      yet), by a2a_wait_any, freed unwaited before a blocking call, or
+ *                      followed by a blocking call at once; ranks start up to 2 ms apart;
+ *                      every element, count and guard byte checked
  *   args               start's argument checks: NULL job, args, request; a group name too
  *                      long; a2a_wait/a2a_test/a2a_wait_any with NULL
  *
@@ -42,6 +48,7 @@
 #define GUARD 0xA5
 
 static int64_t world_me = -1;
+static uint64_t slice_cap; /* op_make: no slice larger than this many bytes (0: any) */
 static const char *mode = "?";
 
 static void
@@ -106,6 +113,8 @@ op_make(op *o, const char *group, int64_t n, int64_t me, const int64_t *world, a
     for (int64_t i = 0; i < n * n; i++) {
         uint64_t r = mix64(rng + (uint64_t)i), kind = r % 10, b;
         b = kind < 2 ? 0 : kind < 7 ? 1 + (r >> 8) % 32768 : 32769 + (r >> 8) % 300000;
+        if (slice_cap > 0)
+            b %= slice_cap;
         M[i] = (int64_t)((b + es - 1) / es);
     }
     o->discover = (mix64(tag ^ (uint64_t)me) & 1) != 0;
@@ -356,6 +365,68 @@ mode_free(ctx *c, uint64_t seed)
         op_fini(&o[i]);
     }
     return 0;
+}
+
+static int
+mode_single(ctx *c, uint64_t seed)
+{
+    for (int k = 0; k < 100; k++) {
+        uint64_t tag = seed * 1000 + (uint64_t)k, r = mix64(tag ^ (uint64_t)c->me);
+        a2a_status st = A2A_OK;
+        int how = k % 6, done = 0;
+        op o;
+        /* most under the start's own limit (32 KiB to others), one in eight over it */
+        slice_cap = k % 8 == 7 ? 40000 : 8192 / (uint64_t)c->n;
+        op_make(&o, NULL, c->n, c->me, c->world, (a2a_dtype)(k % NDTYPES), tag, 20000);
+        sleep_ms((int64_t)(r % 3)); /* ranks apart: a test may find it not done yet */
+        if (start(c, &o) != 0)
+            return -1;
+        switch (how) {
+        case 0: st = a2a_wait(o.req); break;
+        case 1: /* polling, as fast as it goes */
+            while ((st = a2a_test(o.req, &done)) == A2A_OK && !done)
+                ;
+            break;
+        case 2: /* one look after a pause, then the wait */
+            sleep_ms((int64_t)(r >> 8) % 3);
+            if ((st = a2a_test(o.req, &done)) == A2A_OK && !done)
+                st = a2a_wait(o.req);
+            break;
+        case 3: { /* wait_any of it alone, among NULLs */
+            a2a_request *set[3] = {NULL, o.req, NULL};
+            size_t idx = 9;
+            if ((st = a2a_wait_any(3, set, &idx)) == A2A_OK && idx != 1) {
+                say("FAILED: op %d: wait_any gave index %zu, not 1", k, idx);
+                return -1;
+            }
+            break;
+        }
+        case 4: /* freed unwaited: the blocking call after it returns after it */
+            a2a_request_free(o.req);
+            o.req = NULL;
+            if (verified(c, tag + 500000, "a blocking call after a freed request") != 0)
+                return -1;
+            break;
+        case 5: /* a blocking call on the group at once: it runs after the request */
+            if (verified(c, tag + 500000, "a blocking call behind a request") != 0)
+                return -1;
+            if ((st = a2a_test(o.req, &done)) == A2A_OK && !done) {
+                say("FAILED: op %d: not done after the blocking call behind it", k);
+                return -1;
+            }
+            break;
+        }
+        if (st != A2A_OK) {
+            say("FAILED: op %d (way %d): %s: %s", k, how, a2a_status_name(st),
+                a2a_job_error(c->job));
+            return -1;
+        }
+        if (op_check(&o) != 0)
+            return -1;
+        op_fini(&o);
+    }
+    slice_cap = 0;
+    return verified(c, seed * 1000 + 999, "a blocking call after them");
 }
 
 /* wait_ops waits for o[0..k), of which o[first_fail..last_fail] must fail (the others may
@@ -643,6 +714,8 @@ main(int argc, char **argv)
         rv = mode_leave(&c, argc > 2 ? argv[2] : "close");
     else if (strcmp(mode, "args") == 0)
         rv = mode_args(&c);
+    else if (strcmp(mode, "single") == 0)
+        rv = mode_single(&c, seed);
     else if (strcmp(mode, "leave-child") == 0)
         rv = leave_child(&c);
     else if (strcmp(mode, "kill") == 0)

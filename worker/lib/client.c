@@ -55,6 +55,9 @@
     250 /* no new connection to the socket for this long after one failed */
 #define CLIENT_FRAME_MAX (5u << 20) /* largest reply on the local socket */
 #define CLIENT_STAGE_ALIGN 4096     /* staging sizes and the receive part's offset */
+/* a2a_all_to_all_v_start sends a call to the worker itself when it copies at most this much
+ * (its slices to others); a larger one is sent by its lane, while the caller goes on */
+#define CLIENT_SUBMIT_COPY_MAX (32u << 10)
 
 /* The message of the last failed call of one thread on one job. */
 typedef struct job_err {
@@ -118,7 +121,9 @@ static a2a_status counts_back(a2a_job *job, const wire_a2av *w, const a2a_alltoa
 typedef struct job_glock {
     struct job_glock *next;
     char name[A2A_GROUP_NAME_MAX + 1];
-    pthread_mutex_t mtx;
+    int busy; /* a call holds it (under the job's mtx; gcv: it was given back). Not a mutex:
+               * a call started with a2a_all_to_all_v_start takes it in the starting thread
+               * and its lane gives it back (client_call_submit) */
 } job_glock;
 
 /* A group as this job last resolved it. */
@@ -166,6 +171,7 @@ struct a2a_job {
     job_group *groups;
     job_opnum *opnums;
     job_glock *glocks;     /* never freed before the job */
+    pthread_cond_t gcv;    /* a glock was given back */
     job_buf *bufs;         /* handed over to the worker */
     job_buf *plain;        /* from a2a_buffer_alloc, but the worker refused them: staged */
     int chan_off;          /* $A2A_CHANNEL=0: the RPC path only */
@@ -1091,6 +1097,7 @@ a2a_job_open(a2a_job **out, const char *worker_url, int64_t world_rank)
     pthread_mutex_init(&job->lmtx, NULL);
     pthread_cond_init(&job->lcv, NULL);
     pthread_cond_init(&job->slot_cv, NULL);
+    pthread_cond_init(&job->gcv, NULL);
     job->lsock = -1;
     job->id.world_rank = world_rank;
     job->op_timeout_ms = CLIENT_DEFAULT_OP_MS;
@@ -1197,9 +1204,9 @@ a2a_job_close(a2a_job *job)
     while (job->glocks != NULL) {
         job_glock *l = job->glocks;
         job->glocks = l->next;
-        pthread_mutex_destroy(&l->mtx);
         free(l);
     }
+    pthread_cond_destroy(&job->gcv);
     pthread_cond_destroy(&job->slot_cv);
     pthread_cond_destroy(&job->lcv);
     pthread_mutex_destroy(&job->lmtx);
@@ -1474,30 +1481,41 @@ group_size(a2a_job *job, const char *group, size_t *n, int64_t *me_out)
     return job_fail(job, A2A_ERR_INTERNAL, "group \"%s\" vanished from the cache", group);
 }
 
-/* check_args checks what a2a.h's arguments can get wrong before counts are read. */
+/* pointers_why says what a2a.h's arguments get wrong before counts are read (in buf), or
+ * NULL. */
+static const char *
+pointers_why(const a2a_alltoallv_args *a, char *buf, size_t len)
+{
+    if (a == NULL)
+        return "args is NULL";
+    if (a->send_counts == NULL || a->send_displacements == NULL)
+        return "send_counts and send_displacements must be given";
+    if ((a->recv_counts == NULL) != (a->recv_displacements == NULL)) {
+        snprintf(buf, len,
+                 "recv_counts is %s but recv_displacements is %s: give both, or neither for "
+                 "count discovery",
+                 a->recv_counts == NULL ? "NULL" : "given",
+                 a->recv_displacements == NULL ? "NULL" : "given");
+        return buf;
+    }
+    if (a->recv_counts == NULL && a->recv_counts_out == NULL)
+        return "count discovery (recv_counts NULL) needs recv_counts_out for the counts";
+    if ((a->send_data == NULL && a->send_len > 0) || (a->recv_data == NULL && a->recv_len > 0))
+        return "a buffer is NULL but its length is not 0";
+    if (a->timeout_ms < 0) {
+        snprintf(buf, len, "timeout_ms is negative (%lld)", (long long)a->timeout_ms);
+        return buf;
+    }
+    return NULL;
+}
+
+/* check_pointers: pointers_why as the job's error. */
 static a2a_status
 check_pointers(a2a_job *job, const a2a_alltoallv_args *a)
 {
-    if (a == NULL)
-        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "args is NULL");
-    if (a->send_counts == NULL || a->send_displacements == NULL)
-        return job_fail(job, A2A_ERR_INVALID_ARGUMENT,
-                        "send_counts and send_displacements must be given");
-    if ((a->recv_counts == NULL) != (a->recv_displacements == NULL))
-        return job_fail(job, A2A_ERR_INVALID_ARGUMENT,
-                        "recv_counts is %s but recv_displacements is %s: give both, or neither "
-                        "for count discovery",
-                        a->recv_counts == NULL ? "NULL" : "given",
-                        a->recv_displacements == NULL ? "NULL" : "given");
-    if (a->recv_counts == NULL && a->recv_counts_out == NULL)
-        return job_fail(job, A2A_ERR_INVALID_ARGUMENT,
-                        "count discovery (recv_counts NULL) needs recv_counts_out for the counts");
-    if ((a->send_data == NULL && a->send_len > 0) || (a->recv_data == NULL && a->recv_len > 0))
-        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "a buffer is NULL but its length is not 0");
-    if (a->timeout_ms < 0)
-        return job_fail(job, A2A_ERR_INVALID_ARGUMENT, "timeout_ms is negative (%lld)",
-                        (long long)a->timeout_ms);
-    return A2A_OK;
+    char buf[256];
+    const char *why = pointers_why(a, buf, sizeof(buf));
+    return why != NULL ? job_fail(job, A2A_ERR_INVALID_ARGUMENT, "%s", why) : A2A_OK;
 }
 
 /* chan_new makes a channel and has the worker open it; NULL when either fails (no job error). */
@@ -1547,9 +1565,10 @@ chan_new(a2a_job *job)
     return c;
 }
 
-/* chan_take returns a channel for a call over a group of n ranks, or NULL: use the socket. */
+/* chan_take returns a channel for a call over a group of n ranks, or NULL: use the socket (or,
+ * open == 0, none is free and none is opened now). */
 static job_chan *
-chan_take(a2a_job *job, size_t n)
+chan_take(a2a_job *job, size_t n, int may_open)
 {
     uint64_t gen = __atomic_load_n(&job->lgen, __ATOMIC_ACQUIRE);
     job_chan *c = NULL, *stale = NULL;
@@ -1566,7 +1585,7 @@ chan_take(a2a_job *job, size_t n)
     }
     if (c != NULL)
         job->chans = c->next;
-    else if (job->nchans < CLIENT_CHAN_MAX && rpc_now_ms() >= job->chan_retry_ms)
+    else if (may_open && job->nchans < CLIENT_CHAN_MAX && rpc_now_ms() >= job->chan_retry_ms)
         open = 1, job->nchans++;
     pthread_mutex_unlock(&job->mtx);
     while (stale != NULL) {
@@ -1625,28 +1644,37 @@ session_gone(a2a_job *job, const job_chan *c)
     return gone;
 }
 
+/* chan_send puts w into channel c and rings the worker; 0: the worker closed c, and never
+ * started the call. */
+static int
+chan_send(job_chan *c, const wire_a2av *w)
+{
+    uint32_t s = shmchan_state(c->mem);
+    if ((s != SHMCHAN_IDLE && s != SHMCHAN_REPLY) ||
+        shmchan_req_write(c->mem, SHMCHAN_SIZE, ++c->seq, w) != 0 ||
+        !shmchan_cas(c->mem, s, SHMCHAN_REQUEST, NULL))
+        return 0;
+    shmchan_ring(c->mem);
+    return 1;
+}
+
 /*
- * chan_call runs w through channel c. *served = 0: the worker never started
- * it (the channel was closed), so the socket may run it. *keep = 0: the
- * channel is of no further use.
+ * chan_end waits until deadline (rpc_now_ms) for the reply to the call that
+ * chan_send put in channel c. *served = 0: the worker never started it (the
+ * channel was closed), so the socket may run it. *keep = 0: the channel is of
+ * no further use.
  */
 static a2a_status
-chan_call(a2a_job *job, job_chan *c, const wire_a2av *w, int *served, int *keep, int64_t *next)
+chan_end(a2a_job *job, job_chan *c, int64_t deadline, int *served, int *keep, int64_t *next)
 {
-    int64_t deadline = rpc_now_ms() + w->timeout_ms + CLIENT_SLACK_MS, left;
     char msg[SHMCHAN_MSG_MAX];
+    int64_t left;
     a2a_status st;
     uint32_t s;
 
     *served = 0;
     *keep = 0;
     *next = -2; /* no reply */
-    s = shmchan_state(c->mem);
-    if ((s != SHMCHAN_IDLE && s != SHMCHAN_REPLY) ||
-        shmchan_req_write(c->mem, SHMCHAN_SIZE, ++c->seq, w) != 0 ||
-        !shmchan_cas(c->mem, s, SHMCHAN_REQUEST, NULL))
-        return A2A_OK; /* closed by the worker */
-    shmchan_ring(c->mem);
     /* no spinning before the sleep: on 2 vCPUs a sched_yield spin of 50-200 rounds gained
      * little at 1x1 and cost up to 40 % at 2x2 (measured with a2a-bench -p uniform) */
     while (shmchan_state(c->mem) == SHMCHAN_REQUEST) {
@@ -1848,8 +1876,11 @@ typedef struct {
  * send slices copied now, the receive slices unpacked by stage_out after the
  * call. The slice to ourselves (w->self_copied) is neither copied nor touched
  * by the worker; its room in the staging stays a hole. lmtx held when
- * locked, else taken here.
+ * locked is STAGE_LOCKED, else taken here; with STAGE_QUICK, a staging that
+ * must be made or handed over again first is not (A2A_ERR_UNAVAILABLE, and no
+ * job error): the caller takes the slow way.
  */
+enum { STAGE_UNLOCKED, STAGE_LOCKED, STAGE_QUICK };
 static a2a_status
 stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *args,
          stage_plan *plan, int locked)
@@ -1864,10 +1895,14 @@ stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *ar
     plan->discover = args->recv_counts == NULL;
     for (size_t j = 0; j < n; j++) {
         if (plan->send && __builtin_add_overflow(sbytes, (size_t)w->counts[j] * es, &sbytes))
-            return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the send slices are too large");
+            return locked == STAGE_QUICK
+                       ? A2A_ERR_RESOURCE_EXHAUSTED
+                       : job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the send slices are too large");
         if (plan->recv && !plan->discover &&
             __builtin_add_overflow(rbytes, (size_t)w->counts[2 * n + j] * es, &rbytes))
-            return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the receive slices are too large");
+            return locked == STAGE_QUICK ? A2A_ERR_RESOURCE_EXHAUSTED
+                                         : job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED,
+                                                    "the receive slices are too large");
     }
     if (plan->recv && plan->discover) /* the whole capacity (args_check: no overflow) */
         rbytes = args->recv_len * es;
@@ -1878,13 +1913,15 @@ stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *ar
     plan->recv_off = (sbytes + CLIENT_STAGE_ALIGN - 1) & ~(size_t)(CLIENT_STAGE_ALIGN - 1);
     plan->bytes = plan->recv_off + rbytes;
     /* the usual case needs no word with the worker: staging big enough, on this session */
-    if (locked || st->ptr == NULL || st->len < plan->bytes ||
+    if (locked == STAGE_LOCKED || st->ptr == NULL || st->len < plan->bytes ||
         st->gen != __atomic_load_n(&job->lgen, __ATOMIC_ACQUIRE)) {
-        if (!locked)
+        if (locked == STAGE_QUICK)
+            return A2A_ERR_UNAVAILABLE;
+        if (locked == STAGE_UNLOCKED)
             pthread_mutex_lock(&job->lmtx);
         if ((s = local_ensure(job)) == A2A_OK)
             s = stage_reserve(job, st, plan->bytes);
-        if (!locked)
+        if (locked == STAGE_UNLOCKED)
             pthread_mutex_unlock(&job->lmtx);
         if (s != A2A_OK)
             return s;
@@ -2009,10 +2046,26 @@ counts_back(a2a_job *job, const wire_a2av *w, const a2a_alltoallv_args *args)
     return A2A_OK;
 }
 
-static a2a_status all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args);
+/*
+ * A call between its start and its end: from a2a_all_to_all_v in one thread, or from
+ * client_call_submit (a2a_all_to_all_v_start's thread) to client_call_finish (its lane).
+ */
+struct client_call {
+    a2a_job *job;
+    const a2a_alltoallv_args *args;
+    char group[A2A_GROUP_NAME_MAX + 1];
+    job_glock *one; /* held: the group's calls, one at a time */
+    int64_t t0;     /* when the call began: its timeout counts from here */
+    int64_t me;     /* our rank in the group */
+    wire_a2av w;
+    job_chan *ch;     /* the channel it runs on, or NULL: the socket */
+    int sent;         /* in ch, the worker rung */
+    int64_t deadline; /* of the reply on ch (rpc_now_ms) */
+    stage_plan plan;
+};
 
 /* glock_of finds (or makes) the lock of group's calls in job; NULL out of memory. */
-static pthread_mutex_t *
+static job_glock *
 glock_of(a2a_job *job, const char *group)
 {
     job_glock *l;
@@ -2024,28 +2077,51 @@ glock_of(a2a_job *job, const char *group)
         ;
     if (l == NULL && (l = calloc(1, sizeof(*l))) != NULL) {
         snprintf(l->name, sizeof(l->name), "%s", name);
-        pthread_mutex_init(&l->mtx, NULL);
         l->next = job->glocks;
         job->glocks = l;
     }
     pthread_mutex_unlock(&job->mtx);
-    return l != NULL ? &l->mtx : NULL;
+    return l;
 }
 
-a2a_status
-a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
+/* glock_take takes l, waiting for the call that holds it; glock_try only if nobody does (1). */
+static void
+glock_take(a2a_job *job, job_glock *l)
 {
-    a2a_status st;
-    pthread_mutex_t *one = NULL;
-    if (req_route(job, args, &st)) /* after the calls started before it on the group */
-        return st;
-    /* calls on one group from several threads: one at a time, each with the number the one
-     * before left (calls on different groups still run at the same time) */
-    if (job != NULL && args != NULL &&
-        (one = glock_of(job, args->group != NULL ? args->group : A2A_WORLD_GROUP)) != NULL)
-        pthread_mutex_lock(one);
-    opnum_taken.pending = 0;
-    st = all_to_all_v_run(job, args);
+    pthread_mutex_lock(&job->mtx);
+    while (l->busy)
+        pthread_cond_wait(&job->gcv, &job->mtx);
+    l->busy = 1;
+    pthread_mutex_unlock(&job->mtx);
+}
+
+static int
+glock_try(a2a_job *job, job_glock *l)
+{
+    int got;
+    pthread_mutex_lock(&job->mtx);
+    if ((got = !l->busy) != 0)
+        l->busy = 1;
+    pthread_mutex_unlock(&job->mtx);
+    return got;
+}
+
+static void
+glock_give(a2a_job *job, job_glock *l)
+{
+    pthread_mutex_lock(&job->mtx);
+    l->busy = 0;
+    pthread_cond_broadcast(&job->gcv);
+    pthread_mutex_unlock(&job->mtx);
+}
+
+static a2a_status call_run(client_call *c);
+static a2a_status call_end(client_call *c);
+
+/* call_after ends a call of args on job that returned st, holding one (or NULL). */
+static a2a_status
+call_after(a2a_job *job, const a2a_alltoallv_args *args, a2a_status st, job_glock *one)
+{
     /* a failure that a changed group explains (destroyed, created again with another size or
      * without us): the group is asked for again before the next call */
     if ((st == A2A_ERR_INVALID_ARGUMENT || st == A2A_ERR_NOT_FOUND ||
@@ -2064,8 +2140,25 @@ a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
         opnum_put(job, &w, 0, -1, st);
     }
     if (one != NULL)
-        pthread_mutex_unlock(one);
+        glock_give(job, one);
     return st;
+}
+
+a2a_status
+a2a_all_to_all_v(a2a_job *job, const a2a_alltoallv_args *args)
+{
+    client_call c = {.job = job, .args = args, .me = -1};
+    a2a_status st;
+    if (req_route(job, args, &st)) /* after the calls started before it on the group */
+        return st;
+    /* calls on one group from several threads: one at a time, each with the number the one
+     * before left (calls on different groups still run at the same time) */
+    if (job != NULL && args != NULL &&
+        (c.one = glock_of(job, args->group != NULL ? args->group : A2A_WORLD_GROUP)) != NULL)
+        glock_take(job, c.one);
+    opnum_taken.pending = 0;
+    st = call_run(&c);
+    return call_after(job, args, st, c.one);
 }
 
 /* timeout_left makes w's timeout what is left of it since t0, when the call began: resolving
@@ -2079,71 +2172,104 @@ timeout_left(wire_a2av *w, int64_t t0)
         w->timeout_ms = w->timeout_ms > spent ? w->timeout_ms - spent : 1;
 }
 
+/* call_send sends c on its channel (after the copies into its staging); not OK: the call
+ * failed there (its channel given back). */
 static a2a_status
-all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
+call_send(client_call *c, int quick)
 {
+    a2a_status st;
+    self_copy(&c->w, c->args, c->me);
+    if ((st = stage_in(c->job, &c->ch->stage, &c->w, c->args, &c->plan,
+                       quick ? STAGE_QUICK : STAGE_UNLOCKED)) != A2A_OK) {
+        chan_give(c->job, c->ch, 1);
+        c->ch = NULL;
+        return st;
+    }
+    timeout_left(&c->w, c->t0);
+    c->deadline = rpc_now_ms() + c->w.timeout_ms + CLIENT_SLACK_MS;
+    c->sent = chan_send(c->ch, &c->w);
+    return A2A_OK;
+}
+
+/* call_run makes the call c (job, args, one set) from the start: its checks, its number, its
+ * channel or the socket. */
+static a2a_status
+call_run(client_call *c)
+{
+    a2a_job *job = c->job;
+    const a2a_alltoallv_args *args = c->args;
     const char *group = args != NULL ? args->group : NULL;
-    int64_t t0 = rpc_now_ms(); /* the call's timeout counts from here, whatever path it takes */
-    wire_a2av w = {0};
-    int64_t me = -1;
-    job_chan *ch;
-    stage_plan plan;
-    msgpack_sbuffer sb;
     char why[512];
     a2a_status st;
 
+    c->t0 = rpc_now_ms(); /* the call's timeout counts from here, whatever path it takes */
     if ((st = check_name(job, &group)) != A2A_OK || (st = check_pointers(job, args)) != A2A_OK)
         return st;
-    if ((st = group_size(job, group, &w.n, &me)) != A2A_OK) {
+    snprintf(c->group, sizeof(c->group), "%s", group);
+    if ((st = group_size(job, group, &c->w.n, &c->me)) != A2A_OK) {
         /* our worker could not be asked: the other members' calls of this round went on
          * without ours, so its number is spent as if it had been sent (a2a_all_to_all_v puts
          * it back), and lockstep ranks stay at the same number */
         if (st == A2A_ERR_UNAVAILABLE || st == A2A_ERR_DEADLINE_EXCEEDED) {
-            snprintf(w.group, sizeof(w.group), "%s", group);
-            opnum_take(job, &w);
+            snprintf(c->w.group, sizeof(c->w.group), "%s", group);
+            opnum_take(job, &c->w);
         }
         return st;
     }
-    if ((w.counts = malloc(4 * w.n * sizeof(int64_t))) == NULL)
+    if ((c->w.counts = malloc(4 * c->w.n * sizeof(int64_t))) == NULL)
         return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
-    fill_request(job, &w, args, group);
-    if ((st = args_check(w.n, (int64_t)(int)args->dtype, args->send_len, args->recv_len, w.counts,
-                         why, sizeof(why))) != A2A_OK) {
-        free(w.counts);
+    fill_request(job, &c->w, args, c->group);
+    if ((st = args_check(c->w.n, (int64_t)(int)args->dtype, args->send_len, args->recv_len,
+                         c->w.counts, why, sizeof(why))) != A2A_OK) {
+        free(c->w.counts);
         return job_fail(job, st, "%s", why);
     }
-    opnum_take(job, &w);
+    opnum_take(job, &c->w);
     if (job->remote) {
-        timeout_left(&w, t0);
-        st = remote_all_to_all_v(job, &w, args);
-        free(w.counts);
+        timeout_left(&c->w, c->t0);
+        st = remote_all_to_all_v(job, &c->w, args);
+        free(c->w.counts);
         return st;
     }
-    if ((ch = chan_take(job, w.n)) != NULL) {
-        int served = 0, keep = 1;
-        self_copy(&w, args, me);
-        if ((st = stage_in(job, &ch->stage, &w, args, &plan, 0)) != A2A_OK) {
-            chan_give(job, ch, 1);
-            free(w.counts);
-            return st;
-        }
+    if ((c->ch = chan_take(job, c->w.n, 1)) != NULL && (st = call_send(c, 0)) != A2A_OK) {
+        free(c->w.counts);
+        return st;
+    }
+    return call_end(c);
+}
+
+/* call_end ends c, sent on its channel or not sent yet: the channel's reply, or the socket
+ * (without a channel, or when the worker closed it before it took the call). */
+static a2a_status
+call_end(client_call *c)
+{
+    a2a_job *job = c->job;
+    const a2a_alltoallv_args *args = c->args;
+    wire_a2av *w = &c->w;
+    msgpack_sbuffer sb;
+    char why[512];
+    a2a_status st = A2A_OK;
+
+    if (c->ch != NULL) {
+        int served = 0, keep = 0;
         int64_t next = -2;
-        timeout_left(&w, t0);
-        st = chan_call(job, ch, &w, &served, &keep, &next);
+        if (c->sent)
+            st = chan_end(job, c->ch, c->deadline, &served, &keep, &next);
         if (served && st == A2A_OK && args->recv_counts == NULL &&
-            shmchan_counts_read(ch->mem, SHMCHAN_SIZE, w.n, w.counts + 2 * w.n) != 0)
+            shmchan_counts_read(c->ch->mem, SHMCHAN_SIZE, w->n, w->counts + 2 * w->n) != 0)
             st = job_fail(job, A2A_ERR_INTERNAL, "worker %s answered no received counts",
                           job->worker);
-        if (served && st == A2A_OK && (st = counts_back(job, &w, args)) == A2A_OK)
-            stage_out(&ch->stage, &w, args, &plan);
-        chan_give(job, ch, keep);
+        if (served && st == A2A_OK && (st = counts_back(job, w, args)) == A2A_OK)
+            stage_out(&c->ch->stage, w, args, &c->plan);
+        chan_give(job, c->ch, keep);
+        c->ch = NULL;
         if (served) {
-            opnum_put(job, &w, next >= -1, next, st);
-            free(w.counts);
+            opnum_put(job, w, next >= -1, next, st);
+            free(w->counts);
             return st;
         }
-        fill_request(job, &w, args, group); /* afresh for the socket */
-        opnum_take(job, &w);
+        fill_request(job, w, args, c->group); /* afresh for the socket */
+        opnum_take(job, w);
     }
     /* on the socket itself, with staging of its own while it runs */
     job_stage *sg;
@@ -2152,38 +2278,38 @@ all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
         job->stages = sg->next;
     pthread_mutex_unlock(&job->mtx);
     if (sg == NULL && (sg = calloc(1, sizeof(*sg))) == NULL) {
-        free(w.counts);
+        free(w->counts);
         return job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
     if (sg->ptr == NULL)
         sg->fd = -1;
     pthread_mutex_lock(&job->lmtx);
     if ((st = local_ensure(job)) == A2A_OK &&
-        (st = stage_in(job, sg, &w, args, &plan, 1)) == A2A_OK) {
-        timeout_left(&w, t0);
+        (st = stage_in(job, sg, w, args, &c->plan, STAGE_LOCKED)) == A2A_OK) {
+        timeout_left(w, c->t0);
         msgpack_sbuffer_init(&sb);
-        if (wire_a2av_encode(&sb, &w) != 0) {
+        if (wire_a2av_encode(&sb, w) != 0) {
             st = job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "out of memory");
         } else {
             uint8_t *rep = NULL;
             size_t replen = 0;
             int64_t next = -1;
             char bad[128];
-            st = local_request(job, "AllToAllV", &sb, -1, w.timeout_ms + CLIENT_SLACK_MS, &rep,
+            st = local_request(job, "AllToAllV", &sb, -1, w->timeout_ms + CLIENT_SLACK_MS, &rep,
                                &replen, why, sizeof(why));
             /* without our body the reply came from no worker (the call never got through) */
-            int64_t *got = args->recv_counts == NULL && st == A2A_OK ? w.counts + 2 * w.n : NULL;
-            int ok = rep != NULL && wire_a2av_reply_decode_counts(&next, got, w.n, rep, replen, bad,
-                                                                  sizeof(bad)) == 0;
-            opnum_put(job, &w, ok, next, st);
+            int64_t *got = args->recv_counts == NULL && st == A2A_OK ? w->counts + 2 * w->n : NULL;
+            int ok = rep != NULL && wire_a2av_reply_decode_counts(&next, got, w->n, rep, replen,
+                                                                  bad, sizeof(bad)) == 0;
+            opnum_put(job, w, ok, next, st);
             free(rep);
             if (st != A2A_OK)
                 chan_reply(job, st, why);
             else if (!ok)
                 st = job_fail(job, A2A_ERR_INTERNAL, "worker %s: a bad AllToAllV reply: %s",
                               job->worker, bad);
-            else if ((st = counts_back(job, &w, args)) == A2A_OK)
-                stage_out(sg, &w, args, &plan);
+            else if ((st = counts_back(job, w, args)) == A2A_OK)
+                stage_out(sg, w, args, &c->plan);
         }
         msgpack_sbuffer_destroy(&sb);
     }
@@ -2192,8 +2318,101 @@ all_to_all_v_run(a2a_job *job, const a2a_alltoallv_args *args)
     sg->next = job->stages;
     job->stages = sg;
     pthread_mutex_unlock(&job->mtx);
-    free(w.counts);
+    free(w->counts);
     return st;
+}
+
+/* group_cached gives group's size and our rank in it from the cache, when it holds the group
+ * and no call has made it suspect (1); it asks nobody. */
+static int
+group_cached(a2a_job *job, const char *group, size_t *n, int64_t *me)
+{
+    int hit = 0;
+    pthread_mutex_lock(&job->mtx);
+    for (job_group *g = job->groups; g != NULL && !hit; g = g->next)
+        if (strcmp(g->name, group) == 0 && !g->suspect) {
+            *n = g->n;
+            *me = index_of(g, job->id.world_rank);
+            hit = *me >= 0;
+        }
+    pthread_mutex_unlock(&job->mtx);
+    return hit;
+}
+
+int
+client_call_submit(a2a_job *job, const a2a_alltoallv_args *args, client_call **out)
+{
+    const char *group = args->group != NULL ? args->group : A2A_WORLD_GROUP;
+    client_call *c;
+    char why[512];
+    size_t es, bytes = 0;
+
+    *out = NULL;
+    /* only what needs no word with anybody, from a cached group, a free channel and staging
+     * that fits, and no call of the group running: what the call would check otherwise, or
+     * wait for, its lane does, with the error in its thread */
+    if (job->remote || job->chan_off ||
+        cfg_check_group_name(group, strlen(group), why, sizeof(why)) != 0 ||
+        pointers_why(args, why, sizeof(why)) != NULL || (c = calloc(1, sizeof(*c))) == NULL)
+        return 0;
+    c->job = job;
+    c->args = args;
+    c->me = -1;
+    c->t0 = rpc_now_ms();
+    snprintf(c->group, sizeof(c->group), "%s", group);
+    if (!group_cached(job, group, &c->w.n, &c->me) || c->w.n > SHMCHAN_MAX_N ||
+        (c->w.counts = malloc(4 * c->w.n * sizeof(int64_t))) == NULL)
+        goto slow;
+    fill_request(job, &c->w, args, c->group);
+    if (args_check(c->w.n, (int64_t)(int)args->dtype, args->send_len, args->recv_len, c->w.counts,
+                   why, sizeof(why)) != A2A_OK)
+        goto slow;
+    es = a2a_dtype_size(args->dtype);
+    for (size_t j = 0; j < c->w.n; j++)
+        bytes += (size_t)c->w.counts[j] * es; /* args_check: no overflow */
+    if (bytes > CLIENT_SUBMIT_COPY_MAX)
+        goto slow; /* copies the lane makes while the caller computes */
+    if ((c->one = glock_of(job, group)) == NULL || !glock_try(job, c->one)) {
+        c->one = NULL;
+        goto slow;
+    }
+    opnum_take(job, &c->w);
+    opnum_taken.pending = 0; /* the lane's thread puts it back (client_call_finish) */
+    if ((c->ch = chan_take(job, c->w.n, 0)) == NULL || call_send(c, 1) != A2A_OK)
+        goto slow;
+    if (!c->sent) { /* the worker closed the channel: its socket, in the lane */
+        chan_give(job, c->ch, 0);
+        c->ch = NULL;
+        goto slow;
+    }
+    *out = c;
+    return 1;
+slow:
+    if (c->one != NULL)
+        glock_give(job, c->one);
+    free(c->w.counts);
+    free(c);
+    return 0;
+}
+
+int
+client_call_ready(const client_call *c)
+{
+    return !c->sent || shmchan_state(c->ch->mem) != SHMCHAN_REQUEST || rpc_now_ms() >= c->deadline;
+}
+
+a2a_status
+client_call_finish(client_call *c)
+{
+    a2a_job *job = c->job;
+    const a2a_alltoallv_args *args = c->args;
+    job_glock *one = c->one;
+    a2a_status st;
+
+    opnum_taken.pending = 0;
+    st = call_end(c);
+    free(c);
+    return call_after(job, args, st, one);
 }
 
 a2a_status

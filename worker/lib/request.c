@@ -6,22 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One lock and one condition for every request of the process: a request outlives its job
- * (a2a_wait after a2a_job_close), and a2a_wait_any waits on several at once. */
+/* One lock for every request of the process, and one condition for their ends: a request
+ * outlives its job (a2a_wait after a2a_job_close), and a2a_wait_any waits on several at once.
+ * Each lane sleeps on a condition of its own. */
 static pthread_mutex_t req_mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t req_cv = PTHREAD_COND_INITIALIZER;
 static __thread int in_lane; /* this thread is a lane's: its calls run directly */
 
 struct a2a_request {
-    a2a_request *next; /* in its lane's queue */
-    a2a_request *all;  /* in its job's list of requests the user holds */
-    a2a_job *job;      /* NULL once the job closed */
+    a2a_request *next;     /* in its lane's queue */
+    a2a_request *all;      /* in its job's list of requests the user holds */
+    a2a_job *job;          /* NULL once the job closed */
+    struct req_lane *lane; /* NULL once the job closed */
     a2a_alltoallv_args args;
+    client_call *call; /* sent by the starting thread already, not ended */
+    int lane_ends;     /* ... and its lane ends it: nobody else will soon */
     char group[A2A_GROUP_NAME_MAX + 1];
     a2a_status st;
     char msg[1024];
     int done;
-    int freed; /* a2a_request_free came first: the lane frees it when done */
+    int freed; /* a2a_request_free came first: whoever ends it frees it */
 };
 
 typedef struct req_lane {
@@ -29,7 +33,9 @@ typedef struct req_lane {
     req_lanes *ls;
     char group[A2A_GROUP_NAME_MAX + 1];
     a2a_request *head, *tail; /* started, not running yet */
-    int running;              /* one of them is running */
+    int running;              /* one of them is running (in the lane or in a waiter) */
+    int sending;              /* a start sends its call itself: the lane waits for it */
+    pthread_cond_t cv;        /* for the lane's thread: there may be work */
     pthread_t thread;
 } req_lane;
 
@@ -52,33 +58,84 @@ finish(a2a_request *r, a2a_status st, const char *msg)
     pthread_cond_broadcast(&req_cv);
 }
 
+/*
+ * lane_takes reports whether l's thread runs its first request now; under
+ * req_mtx. A call its start sent (client_call_submit) it leaves to whoever
+ * waits for it, so that the reply wakes that thread alone and the lane's
+ * stays asleep, unless a request is queued behind it, somebody handed it over
+ * (r->lane_ends), or the job is closing.
+ */
+static int
+lane_takes(const req_lane *l)
+{
+    const a2a_request *r = l->head;
+    return r != NULL && !l->running && !l->sending &&
+           (r->call == NULL || r->next != NULL || r->lane_ends || l->ls->closing);
+}
+
+/* run_first runs l's first request in the calling thread (a lane's or a waiter's), then
+ * records its end; under req_mtx, dropped meanwhile. */
+static void
+run_first(req_lane *l)
+{
+    a2a_request *r = l->head;
+    a2a_job *job = l->ls->job;
+    client_call *c = r->call;
+    if ((l->head = r->next) == NULL)
+        l->tail = NULL;
+    r->next = NULL;
+    r->call = NULL;
+    l->running = 1;
+    pthread_mutex_unlock(&req_mtx);
+    /* the blocking call, as the user's thread would make it: its number, status, message (or
+     * the end of it, when its start sent it) */
+    a2a_status st = c != NULL ? client_call_finish(c) : a2a_all_to_all_v(job, &r->args);
+    const char *msg = st != A2A_OK ? a2a_job_error(job) : NULL;
+    pthread_mutex_lock(&req_mtx);
+    l->running = 0;
+    if (!in_lane && (lane_takes(l) || l->ls->closing))
+        pthread_cond_signal(&l->cv); /* the next one, or a closing job's lane may end */
+    finish(r, st, msg);
+}
+
 static void *
 lane_main(void *arg)
 {
     req_lane *l = arg;
-    a2a_job *job = l->ls->job;
 
     in_lane = 1;
     pthread_mutex_lock(&req_mtx);
     for (;;) {
-        while (l->head == NULL && !l->ls->closing)
-            pthread_cond_wait(&req_cv, &req_mtx);
-        if (l->head == NULL)
-            break;
-        a2a_request *r = l->head;
-        if ((l->head = r->next) == NULL)
-            l->tail = NULL;
-        l->running = 1;
-        pthread_mutex_unlock(&req_mtx);
-        /* the blocking call, as the user's thread would make it: its number, status, message */
-        a2a_status st = a2a_all_to_all_v(job, &r->args);
-        const char *msg = st != A2A_OK ? a2a_job_error(job) : NULL;
-        pthread_mutex_lock(&req_mtx);
-        l->running = 0;
-        finish(r, st, msg);
+        while (!lane_takes(l) && !(l->ls->closing && l->head == NULL && !l->running && !l->sending))
+            pthread_cond_wait(&l->cv, &req_mtx);
+        if (!lane_takes(l))
+            break; /* closing, nothing left */
+        run_first(l);
     }
     pthread_mutex_unlock(&req_mtx);
     return NULL;
+}
+
+/*
+ * drive moves r on when its start sent its call and nobody ends it yet: the
+ * calling thread ends it, when wait says it may block for it or the reply is
+ * there already (1: r is done now); else its lane's thread will (0). Under
+ * req_mtx.
+ */
+static int
+drive(a2a_request *r, int wait)
+{
+    req_lane *l = r->lane;
+    if (r->done || r->call == NULL || r->lane_ends || l == NULL || l->head != r || l->running ||
+        l->sending)
+        return r->done;
+    if (wait || client_call_ready(r->call)) {
+        run_first(l);
+        return 1;
+    }
+    r->lane_ends = 1;
+    pthread_cond_signal(&l->cv);
+    return 0;
 }
 
 /* lane_of returns the lane of group in ls, started if new (NULL: no thread); under req_mtx. */
@@ -93,7 +150,9 @@ lane_of(req_lanes *ls, const char *group)
         return NULL;
     l->ls = ls;
     snprintf(l->group, sizeof(l->group), "%s", group);
+    pthread_cond_init(&l->cv, NULL);
     if (pthread_create(&l->thread, NULL, lane_main, l) != 0) {
+        pthread_cond_destroy(&l->cv);
         free(l);
         return NULL;
     }
@@ -140,14 +199,31 @@ a2a_all_to_all_v_start(a2a_job *job, const a2a_alltoallv_args *args, a2a_request
                            closing ? "the job is closing"
                                    : "out of memory or threads for the group's lane");
     }
-    if (l->tail != NULL)
-        l->tail->next = r;
-    else
+    r->lane = l;
+    if (l->head == NULL && !l->running && !l->sending) {
+        /* nothing of the group before it: the call goes to the worker from this thread, not
+         * one thread wake-up later from the lane's; the lane holds back meanwhile, and starts
+         * made meanwhile queue after it */
+        l->sending = 1;
+        pthread_mutex_unlock(&req_mtx);
+        (void)client_call_submit(job, &r->args, &r->call);
+        pthread_mutex_lock(&req_mtx);
+        l->sending = 0;
+        r->next = l->head; /* first */
         l->head = r;
-    l->tail = r;
+        if (l->tail == NULL)
+            l->tail = r;
+    } else {
+        if (l->tail != NULL)
+            l->tail->next = r;
+        else
+            l->head = r;
+        l->tail = r;
+    }
     r->all = (*lsp)->all;
     (*lsp)->all = r;
-    pthread_cond_broadcast(&req_cv);
+    if (lane_takes(l))
+        pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&req_mtx);
     *request = r;
     return A2A_OK;
@@ -165,7 +241,7 @@ req_route(a2a_job *job, const a2a_alltoallv_args *args, a2a_status *st)
     pthread_mutex_lock(&req_mtx);
     for (req_lane *l = *client_lanes(job) != NULL ? (*client_lanes(job))->lanes : NULL;
          l != NULL && !busy; l = l->next)
-        busy = strcmp(l->group, group) == 0 && (l->running || l->head != NULL);
+        busy = strcmp(l->group, group) == 0 && (l->running || l->sending || l->head != NULL);
     pthread_mutex_unlock(&req_mtx);
     if (!busy)
         return 0;
@@ -193,7 +269,7 @@ a2a_wait(a2a_request *request)
     if (request == NULL)
         return A2A_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&req_mtx);
-    while (!request->done)
+    while (!drive(request, 1))
         pthread_cond_wait(&req_cv, &req_mtx);
     st = outcome(request);
     pthread_mutex_unlock(&req_mtx);
@@ -209,7 +285,7 @@ a2a_test(a2a_request *request, int *done)
     if (request == NULL || done == NULL)
         return A2A_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&req_mtx);
-    if ((*done = request->done) != 0)
+    if ((*done = drive(request, 0)) != 0)
         st = outcome(request);
     pthread_mutex_unlock(&req_mtx);
     return st;
@@ -250,7 +326,7 @@ a2a_wait_any(size_t n, a2a_request *const *requests, size_t *index)
     pthread_mutex_lock(&req_mtx);
     for (;;) {
         for (size_t i = 0; i < n; i++)
-            if (requests[i] != NULL && requests[i]->done) {
+            if (requests[i] != NULL && drive(requests[i], 0)) {
                 *index = i;
                 st = outcome(requests[i]);
                 pthread_mutex_unlock(&req_mtx);
@@ -275,10 +351,12 @@ a2a_request_free(a2a_request *request)
                 break;
             }
     }
-    if (request->done)
+    if (request->done) {
         free(request);
-    else
-        request->freed = 1; /* its lane frees it */
+    } else {
+        request->freed = 1;      /* whoever ends it frees it */
+        (void)drive(request, 0); /* nobody will wait for it: its lane ends it */
+    }
     pthread_mutex_unlock(&req_mtx);
 }
 
@@ -292,28 +370,37 @@ req_close(a2a_job *job, req_lanes **lanes)
         return;
     }
     ls->closing = 1;
-    for (req_lane *l = ls->lanes; l != NULL; l = l->next)
-        while (l->head != NULL) {
-            a2a_request *r = l->head;
+    for (req_lane *l = ls->lanes; l != NULL; l = l->next) {
+        pthread_cond_signal(&l->cv);
+        /* a call its start sent is first in its lane, and ends in the lane, as a running one */
+        a2a_request *keep = l->head != NULL && l->head->call != NULL ? l->head : NULL;
+        a2a_request *r = keep != NULL ? keep->next : l->head;
+        while (r != NULL) {
+            a2a_request *next = r->next;
             char msg[300];
-            if ((l->head = r->next) == NULL)
-                l->tail = NULL;
             snprintf(msg, sizeof(msg),
                      "a2a_job_close: the job closed before its operation on group \"%s\" started",
                      r->group);
             finish(r, A2A_ERR_UNAVAILABLE, msg);
+            r = next;
         }
+        if ((l->head = l->tail = keep) != NULL)
+            keep->next = NULL;
+    }
     pthread_cond_broadcast(&req_cv);
     pthread_mutex_unlock(&req_mtx);
     client_stop_calls(job); /* the running calls end now, not at their deadline */
     for (req_lane *l = ls->lanes; l != NULL; l = l->next)
         pthread_join(l->thread, NULL);
     pthread_mutex_lock(&req_mtx);
-    for (a2a_request *r = ls->all; r != NULL; r = r->all)
+    for (a2a_request *r = ls->all; r != NULL; r = r->all) {
         r->job = NULL; /* their status stays; the job's messages go with it */
+        r->lane = NULL;
+    }
     while (ls->lanes != NULL) {
         req_lane *l = ls->lanes;
         ls->lanes = l->next;
+        pthread_cond_destroy(&l->cv);
         free(l);
     }
     free(ls);
