@@ -2360,18 +2360,22 @@ client_call_submit(a2a_job *job, const a2a_alltoallv_args *args, client_call **o
     c->me = -1;
     c->t0 = rpc_now_ms();
     snprintf(c->group, sizeof(c->group), "%s", group);
-    if (!group_cached(job, group, &c->w.n, &c->me) || c->w.n > SHMCHAN_MAX_N ||
+    if (!group_cached(job, group, &c->w.n, &c->me) || c->w.n > SHMCHAN_MAX_N)
+        goto slow;
+    /* the copies into the staging (the slices to others and our own): larger ones the lane
+     * makes while the caller goes on; counted before anything else, as most calls are */
+    es = a2a_dtype_size(args->dtype);
+    for (size_t j = 0; j < c->w.n && bytes <= CLIENT_SUBMIT_COPY_MAX; j++) {
+        int64_t k = args->send_counts[j];
+        bytes = k < 0 || (uint64_t)k > CLIENT_SUBMIT_COPY_MAX ? SIZE_MAX : bytes + (size_t)k * es;
+    }
+    if (bytes > CLIENT_SUBMIT_COPY_MAX ||
         (c->w.counts = malloc(4 * c->w.n * sizeof(int64_t))) == NULL)
         goto slow;
     fill_request(job, &c->w, args, c->group);
     if (args_check(c->w.n, (int64_t)(int)args->dtype, args->send_len, args->recv_len, c->w.counts,
                    why, sizeof(why)) != A2A_OK)
         goto slow;
-    es = a2a_dtype_size(args->dtype);
-    for (size_t j = 0; j < c->w.n; j++)
-        bytes += (size_t)c->w.counts[j] * es; /* args_check: no overflow */
-    if (bytes > CLIENT_SUBMIT_COPY_MAX)
-        goto slow; /* copies the lane makes while the caller computes */
     if ((c->one = glock_of(job, group)) == NULL || !glock_try(job, c->one)) {
         c->one = NULL;
         goto slow;
