@@ -16,6 +16,10 @@
  *                      any rank's buffer past its recv_len (nor, at the short rank, anywhere)
  *                      changed; the next operation (discovery again) is right.
  *
+ *   ... nb             (a 4th argument, with random or small) every operation through
+ *                      a2a_all_to_all_v_start, ended by a2a_wait or by a2a_test polling;
+ *                      every other one with slices of at most 2 KiB, so that its start
+ *                      sends it to the worker itself and the waiting thread ends it
  *   dtypes             (2 ranks) int8 sent, int64 received, the receiver late: both fail
  *                      INVALID_ARGUMENT (the slice kept for it is checked), the next op works
  *
@@ -35,6 +39,7 @@
 #define SLACK 64 /* guard elements past every receive buffer's recv_len */
 
 static int64_t world_me = -1;
+static int nb; /* through the non-blocking calls, and small slices every other operation */
 static const char *mode = "?";
 
 static void
@@ -93,6 +98,8 @@ matrix(int64_t *M, int64_t n, size_t es, uint64_t tag)
             b = 32769 + rng_below(&rng, 200000); /* streamed, one DATA chunk */
         else
             b = (1 << 20) + rng_below(&rng, 1 << 20); /* several chunks */
+        if (nb && tag % 2 == 0)
+            b %= 2048;
         M[i] = (b + (int64_t)es - 1) / (int64_t)es;
     }
 }
@@ -223,7 +230,21 @@ one_op(ctx *c, uint64_t tag, a2a_dtype dt, int64_t short_rank, int64_t less)
                             .recv_displacements = discover ? NULL : rd,
                             .recv_counts_out = out,
                             .timeout_ms = 20000};
-    a2a_status st = a2a_all_to_all_v(c->job, &a);
+    a2a_status st;
+    if (nb) {
+        a2a_request *req = NULL;
+        int done = 0;
+        if ((st = a2a_all_to_all_v_start(c->job, &a, &req)) == A2A_OK) {
+            if (tag % 4 < 2)
+                st = a2a_wait(req);
+            else
+                while ((st = a2a_test(req, &done)) == A2A_OK && !done)
+                    ;
+            a2a_request_free(req);
+        }
+    } else {
+        st = a2a_all_to_all_v(c->job, &a);
+    }
     size_t off = (size_t)(b.p - b.base);
     if (short_rank >= 0) {
         char want[200];
@@ -383,6 +404,7 @@ main(int argc, char **argv)
     a2a_status st;
 
     mode = argc > 1 ? argv[1] : "random";
+    nb = argc > 4 && strcmp(argv[4], "nb") == 0;
     if ((st = a2a_job_open(&c.job, NULL, -1)) != A2A_OK) {
         say("FAILED: a2a_job_open: %s", a2a_job_error(NULL));
         return 1;
