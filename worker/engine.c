@@ -1018,16 +1018,27 @@ timed_wait(engine *e, eng_call *c, int64_t until_ms)
     call_sleep(e, c, left > 200 ? 200 : left);
 }
 
-/* call_wait copies c's local pairs and waits until c completes, fails or passes its deadline;
- * under e->mtx. */
+/* call_wait copies c's local pairs and waits until c completes, fails or passes its deadline
+ * (and, when only bytes on their way are missing then, ENGINE_FLIGHT_GRACE_MS more); under
+ * e->mtx. */
 static void
 call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms, uint8_t **buf)
 {
     op_op *op = c->oc.op;
+    int graced = 0;
 
     while (!c->left && op->status == A2A_OK && !op_call_done(&c->oc)) {
         if (c->ntodo > 0) {
             copy_local(e, op, c->todo[--c->ntodo], buf);
+            continue;
+        }
+        if (deadline - rpc_now_ms() <= 0 && !graced && op_all_arrived(&c->oc)) {
+            graced = 1;
+            deadline += ENGINE_FLIGHT_GRACE_MS;
+            log_debug("operation %llu of group \"%s\": rank %lld's deadline passed with every "
+                      "member in it and bytes on their way: %d ms more for them",
+                      (unsigned long long)c->oc.num, op->g->name, (long long)c->oc.grank,
+                      ENGINE_FLIGHT_GRACE_MS);
             continue;
         }
         if (deadline - rpc_now_ms() <= 0) {
@@ -1049,6 +1060,8 @@ static void
 unpin_wait(engine *e, eng_call *c, int64_t deadline)
 {
     int64_t now = rpc_now_ms(), until = (deadline > now ? deadline : now) + ENGINE_PIN_GRACE_MS;
+    if (now > deadline && now - deadline <= ENGINE_FLIGHT_GRACE_MS + 50)
+        until = deadline + ENGINE_PIN_GRACE_MS; /* failed in the flight grace: the same bound */
     int released = 0;
 
     while (c->pins > 0) {

@@ -18,6 +18,11 @@
 /* A call whose deadline passed while a link still moves bytes of it (a peer trickling DATA, a
  * send stuck on a full socket) waits this long more, then closes that link to let go of it. */
 #define ENGINE_PIN_GRACE_MS 500
+/* A call whose deadline passes when every member has come and only bytes on their way are
+ * missing (op_all_arrived) waits this long more for them before it fails, within the pin
+ * grace, which still counts from the deadline: without it, a member whose deadline fell with
+ * the last frames in flight failed while the others, a moment later, completed OK */
+#define ENGINE_FLIGHT_GRACE_MS 250
 /* how long a new job's first call waits for the others' frames when every member worker said
  * its ranks are idle after a failure (op_ask_number); at most half the call's timeout */
 #define ENGINE_ASK_PATIENCE_MS 500

@@ -1211,6 +1211,18 @@ op_sent(op_out *o, op_call *c, int64_t d, int rv)
         tx_done(o, op, c, d);
 }
 
+int
+op_all_arrived(const op_call *c)
+{
+    const op_op *op = c->op;
+    if (op == NULL || op->status != A2A_OK || c->probes_left > 0)
+        return 0;
+    for (size_t r = 0; r < op->g->n; r++)
+        if (op->g->peer[r] < 0 ? !op->came[r] : !op->tx[PAIR(op, c->lidx, r)].heard)
+            return 0;
+    return 1;
+}
+
 void
 op_missing(const op_call *c, char *buf, size_t len)
 {

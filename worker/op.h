@@ -406,6 +406,10 @@ int op_group_carry(op_group *g, const op_group *old);
 op_op *op_orphan(op_group *g, int64_t r, const op_call *keep,
                  int (*gone)(const op_call *c, const void *arg), const void *arg, size_t *grank);
 
+/* op_all_arrived reports whether every member of c's operation has come (local calls entered,
+ * remote members' READYs here), none is probed without an answer, and the operation has not
+ * failed: what c still waits for is bytes already on their way (the engine's deadline grace). */
+int op_all_arrived(const op_call *c);
 /* op_missing writes the group ranks c still waits for. */
 void op_missing(const op_call *c, char *buf, size_t len);
 

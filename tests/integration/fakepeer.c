@@ -12,6 +12,14 @@
  *       frame's header and its payload over SECONDS, one small write a second.
  *       Test_trickle.sh checks that the real rank's call returns in time and
  *       that no byte lands in its buffer after it returned.
+ *   late NAME OWN_DATA_URL PEER_DATA_URL DELAY_MS
+ *       waits for a READY in which a rank of its own is to send a slice;
+ *       answers at once with a READY of its own that expects as much back (so
+ *       every member has come), then, DELAY_MS after that READY came, sends its
+ *       slice as SLICE and one DATA frame holding what seqcheck's call 0
+ *       expects from it (seqcheck.c's encoding). Test_flight_grace.sh checks
+ *       that a call whose deadline falls with that slice on its way takes it
+ *       within the worker's grace (OK, right data), and fails in time beyond.
  *   flood NAME OWN_DATA_URL PEER_DATA_URL FRAMES PAIRS HOLD_S [GROUP EPOCH]
  *       sends FRAMES READY frames of PAIRS (src, count) pairs each as fast as
  *       the worker reads them: for groups that do not exist ("flood-I"), and
@@ -553,6 +561,87 @@ mode_misplace(const char *name, const char *own, const char *peer, const char *k
     return 0;
 }
 
+/* ---- late ---- */
+
+/* seqcheck.c's element k of call 0 from world rank src to world rank dst */
+#define SEQ_MAGIC 0x5AC3E11E00000000ULL
+
+static int
+mode_late(const char *name, const char *own, const char *peer, int64_t delay_ms)
+{
+    conn c;
+    frame r;
+    int64_t t0, pick;
+    uint64_t total;
+    uint64_t *payload;
+
+    if (start_listener(own) != 0 || connect_peer(&c, peer, name) != 0)
+        return 1;
+    if ((pick = wait_ready(&c, asks_slice, &r)) < 0) {
+        say("no READY asking for a slice within 30 s");
+        return 1;
+    }
+    t0 = now_ms();
+    int64_t me = r.srcs[pick], count = r.counts[pick];
+    total = (uint64_t)count * 8;
+    say("READY %s epoch %" PRIu64 " op %" PRIu64 ": group rank %lld expects %lld elements from "
+        "our group rank %lld",
+        r.id.group, r.id.epoch, r.id.op, (long long)r.dst, (long long)count, (long long)me);
+    if (a2a_dtype_size((a2a_dtype)r.dtype) != 8 || total == 0 || total > FRAME_PAYLOAD_MAX ||
+        (payload = malloc(total)) == NULL) {
+        say("cannot send %lld elements of dtype %d (uint64, one DATA frame)", (long long)count,
+            (int)r.dtype);
+        return 1;
+    }
+    for (int64_t k = 0; k < count; k++) /* group ranks are world ranks in this test */
+        payload[k] = SEQ_MAGIC ^ ((uint64_t)(me & 0xfff) << 28 | (uint64_t)(r.dst & 0xfff) << 16 |
+                                  (uint64_t)(k & 0xffff));
+    int64_t srcs[1] = {r.dst}, counts[1] = {count};
+    frame ready = {.type = FRAME_READY,
+                   .id = r.id,
+                   .dst = me,
+                   .dtype = r.dtype,
+                   .n = 1,
+                   .srcs = srcs,
+                   .counts = counts};
+    if (send_frame(&c, &ready, 0) != 0) {
+        say("the link broke sending READY");
+        free(payload);
+        return 1;
+    }
+    say("sent READY (we expect %lld back); our slice goes %lld ms after theirs came",
+        (long long)count, (long long)delay_ms);
+    while (now_ms() < t0 + delay_ms) {
+        int64_t left = t0 + delay_ms - now_ms();
+        if (left > 300 && send_heartbeat(&c) != 0) {
+            say("the link broke while we waited");
+            free(payload);
+            return 1;
+        }
+        nng_msleep(left > 300 ? 300 : (nng_duration)left);
+    }
+    frame slice = {.type = FRAME_SLICE,
+                   .id = r.id,
+                   .src = me,
+                   .dst = r.dst,
+                   .dtype = r.dtype,
+                   .count = count,
+                   .status = A2A_OK};
+    frame data = {.type = FRAME_DATA, .id = r.id, .src = me, .dst = r.dst};
+    if (send_frame(&c, &slice, 0) != 0 || send_frame(&c, &data, total) != 0 ||
+        conn_io(&c, payload, (size_t)total, 0, 10000) != 0) {
+        say("the link broke sending SLICE and DATA");
+        free(payload);
+        return 1;
+    }
+    free(payload);
+    say("sent SLICE and DATA of %lld elements at +%lld ms; holding the link 2 s", (long long)count,
+        (long long)(now_ms() - t0));
+    hold(&c, 2000);
+    say("done");
+    return 0;
+}
+
 /* ---- flood ---- */
 
 static int
@@ -654,7 +743,8 @@ usage(void)
                     "       fakepeer flood NAME OWN_DATA_URL PEER_DATA_URL FRAMES PAIRS HOLD_S "
                     "[GROUP EPOCH]\n"
                     "       fakepeer hello NAME PEER_DATA_URL VERSION\n"
-                    "       fakepeer misplace NAME OWN_DATA_URL PEER_DATA_URL past|over COUNT\n");
+                    "       fakepeer misplace NAME OWN_DATA_URL PEER_DATA_URL past|over COUNT\n"
+                    "       fakepeer late NAME OWN_DATA_URL PEER_DATA_URL DELAY_MS\n");
     return 2;
 }
 
@@ -674,6 +764,8 @@ main(int argc, char **argv)
     else if (strcmp(mode, "misplace") == 0 && argc == 7 &&
              (strcmp(argv[5], "past") == 0 || strcmp(argv[5], "over") == 0))
         rc = mode_misplace(argv[2], argv[3], argv[4], argv[5], atoll(argv[6]));
+    else if (strcmp(mode, "late") == 0 && argc == 6 && atoll(argv[5]) >= 0)
+        rc = mode_late(argv[2], argv[3], argv[4], atoll(argv[5]));
     else if (strcmp(mode, "hello") == 0 && argc == 5 && atoll(argv[4]) > 0)
         rc = mode_hello(argv[2], argv[3], (uint32_t)atoll(argv[4]));
     else

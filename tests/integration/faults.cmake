@@ -82,8 +82,9 @@ set_tests_properties(integration.keep_awake PROPERTIES TIMEOUT 120 LABELS integr
   FAIL_REGULAR_EXPRESSION "FAIL")
 
 # a fake peer worker (fakepeer) that trickles a slice past the deadline, one that floods, and
-# one that streams its slice to a discovering rank at the wrong place
-foreach(t trickle flood misplace)
+# one that streams its slice to a discovering rank at the wrong place, and one whose slice comes
+# just after the deadline of a call that every member joined (test_flight_grace.sh)
+foreach(t trickle flood misplace flight_grace)
   add_test(NAME integration.${t}
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_${t}.sh
             $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>

@@ -1903,6 +1903,40 @@ test_lockstep_jobkill_fault_safe(void)
     sim_probe_all = probe_all;
 }
 
+/* op_all_arrived (the engine's deadline grace): every member came and only bytes are on their
+ * way; not before the last READY, not while a PROBE waits for its answer, not once failed */
+static void
+test_all_arrived(void)
+{
+    int64_t srcs[] = {0}, counts[] = {BIG}, one1[] = {1};
+    char miss[512];
+    one t;
+
+    one_init(&t, 1, BIG, 1, BIG); /* rank 1 sends BIG (streamed): no eager slice with its READY */
+    op_op *op = one_arrive(&t, 0);
+    CU_ASSERT_EQUAL(op_all_arrived(&t.c), 0); /* rank 1 has not come */
+    frame r = one_ready(7, srcs, counts);
+    op_frame(&t.o, t.g, 1, 11, &r);
+    CU_ASSERT_EQUAL(op->status, A2A_OK);
+    CU_ASSERT(!op_call_done(&t.c)); /* rank 1's slice is on its way */
+    CU_ASSERT_EQUAL(op_all_arrived(&t.c), 1);
+    op_missing(&t.c, miss, sizeof(miss));
+    CU_ASSERT_STRING_EQUAL(miss, "1"); /* its slice: not announced yet */
+    op_deadline(&t.o, op, &t.c, 3000);
+    CU_ASSERT_EQUAL(op_all_arrived(&t.c), 0);
+    one_fini(&t);
+
+    /* a PROBE without its answer: rank 1 may have given up, so no grace */
+    op = one_late(&t, 970, srcs, one1);
+    CU_ASSERT_EQUAL(t.c.probes_left, 1);
+    CU_ASSERT_EQUAL(op_all_arrived(&t.c), 0);
+    frame al = one_probe(FRAME_ALIVE, 0, 1, 0);
+    op_frame(&t.o, t.g, 1, 11, &al);
+    CU_ASSERT_EQUAL(t.c.probes_left, 0);
+    CU_ASSERT_EQUAL(op_all_arrived(&t.c), 1);
+    one_fini(&t);
+}
+
 static const cu_test tests[] = {
     {"count_mismatch", test_count_mismatch},
     {"duplicates", test_duplicates},
@@ -1912,6 +1946,7 @@ static const cu_test tests[] = {
     {"abort", test_abort},
     {"older_epoch", test_older_epoch},
     {"latecomer", test_latecomer},
+    {"all_arrived", test_all_arrived},
     {"ask_busy_below", test_ask_busy_below},
     {"ask_again", test_ask_again},
     {"prior", test_prior},
