@@ -431,9 +431,10 @@ mode_single(ctx *c, uint64_t seed)
 
 /* wait_ops waits for o[0..k), of which o[first_fail..last_fail] must fail (the others may
  * succeed, then with the right data); o[first_fail] with want_st (A2A_OK: any failure) and a
- * message naming want. */
+ * message naming want, or (or_unavailable given) UNAVAILABLE with a message naming that. */
 static int
-wait_ops(ctx *c, op *o, int k, int first_fail, int last_fail, a2a_status want_st, const char *want)
+wait_ops(ctx *c, op *o, int k, int first_fail, int last_fail, a2a_status want_st, const char *want,
+         const char *or_unavailable)
 {
     int rv = 0;
     for (int i = 0; i < k; i++) {
@@ -445,7 +446,9 @@ wait_ops(ctx *c, op *o, int k, int first_fail, int last_fail, a2a_status want_st
         } else if (st == A2A_OK && op_check(&o[i]) != 0) {
             rv = -1;
         } else if (i == first_fail && want_st != A2A_OK &&
-                   (st != want_st || (c->job != NULL && strstr(msg, want) == NULL))) {
+                   (st != want_st || (c->job != NULL && strstr(msg, want) == NULL)) &&
+                   !(or_unavailable != NULL && st == A2A_ERR_UNAVAILABLE &&
+                     (c->job == NULL || strstr(msg, or_unavailable) != NULL))) {
             say("FAILED: op %d: %s: %s (not %s naming \"%s\")", i, a2a_status_name(st), msg,
                 a2a_status_name(want_st), want);
             rv = -1;
@@ -471,9 +474,50 @@ mode_deadline(ctx *c)
     /* the others' first fails naming the late rank; the late rank's first fails (a latecomer);
      * later ones may meet again (the late rank resynchronises), then with the right data */
     snprintf(want, sizeof(want), "waiting for group rank(s) %" PRId64, late);
-    if (wait_ops(c, o, 3, 0, 0, c->me == late ? A2A_OK : A2A_ERR_DEADLINE_EXCEEDED, want) != 0)
+    if (wait_ops(c, o, 3, 0, 0, c->me == late ? A2A_OK : A2A_ERR_DEADLINE_EXCEEDED, want, NULL) !=
+        0)
         return -1;
     return verified(c, 600, "the next operation after a deadline");
+}
+
+/* mark_path: a file named what, one per cluster, that ranks of "leave" make to say how far they
+ * are, so that the test's order holds however slow the machine is (a2a-launch gives every rank
+ * the same coordinator URL, with its own port) */
+static void
+mark_path(char *buf, size_t len, const char *what)
+{
+    const char *u = getenv("A2A_COORDINATOR_URL");
+    uint64_t h = u != NULL ? 0 : mix64((uint64_t)getppid()); /* no URL: the launcher's pid */
+    for (; u != NULL && *u != '\0'; u++)
+        h = mix64(h ^ (uint8_t)*u);
+    snprintf(buf, len, "/tmp/a2a-nonblock-%016llx-%s", (unsigned long long)h, what);
+}
+
+static void
+mark(const char *what)
+{
+    char path[96];
+    FILE *f;
+    mark_path(path, sizeof(path), what);
+    if ((f = fopen(path, "w")) != NULL)
+        fclose(f);
+}
+
+/* mark_wait waits (60 s at most) for mark(what), and removes it. */
+static int
+mark_wait(const char *what)
+{
+    char path[96];
+    mark_path(path, sizeof(path), what);
+    for (int i = 0; i < 6000; i++) {
+        if (access(path, F_OK) == 0) {
+            unlink(path);
+            return 0;
+        }
+        sleep_ms(10);
+    }
+    say("FAILED: no \"%s\" from the other ranks within 60 s", what);
+    return -1;
 }
 
 /* leave_child: the leaver's second job, which exits with its operations in flight. */
@@ -487,7 +531,9 @@ leave_child(ctx *c)
             return 4;
     }
     sleep_ms(300);
-    _exit(0); /* requests in flight, no a2a_job_close */
+    fflush(stdout);
+    mark("left"); /* its process ends now: the kernel closes its session to the worker */
+    _exit(0);     /* requests in flight, no a2a_job_close */
 }
 
 #define LEAVE_TIMEOUT_MS 1500
@@ -523,6 +569,7 @@ mode_leave(ctx *c, const char *how)
             sleep_ms(300);
             a2a_job_close(c->job); /* with requests in flight: they end at once */
             c->job = NULL;
+            mark("left");
             for (int i = 0; i < 3; i++) {
                 a2a_status st = a2a_wait(o[i].req); /* valid after the close */
                 if (st != A2A_ERR_UNAVAILABLE) {
@@ -533,14 +580,24 @@ mode_leave(ctx *c, const char *how)
             }
         }
         /* back once the others' operations are over (they must not meet the new job) */
-        sleep_ms(1500 + 2 * LEAVE_TIMEOUT_MS + 1000);
+        for (int64_t r = 0; r < c->n; r++) {
+            char what[32];
+            snprintf(what, sizeof(what), "done-%lld", (long long)r);
+            if (r != leaver && mark_wait(what) != 0)
+                return -1;
+        }
         if (a2a_job_open(&c->job, NULL, -1) != A2A_OK) {
             say("FAILED: reopen: %s", a2a_job_error(NULL));
             return -1;
         }
     } else {
-        if (c->me == 0)
-            sleep_ms(1500); /* the leaver's operations cannot complete before it left */
+        /* the leaver's operations cannot complete before it left: rank 0 comes after it left
+         * (and not before 1.5 s) */
+        if (c->me == 0) {
+            sleep_ms(1500);
+            if (mark_wait("left") != 0)
+                return -1;
+        }
         for (int i = 0; i < 3; i++) {
             op_make(&o[i], NULL, c->n, c->me, c->world, A2A_INT64, 700 + (uint64_t)i,
                     LEAVE_TIMEOUT_MS);
@@ -549,8 +606,14 @@ mode_leave(ctx *c, const char *how)
         }
         /* op 0 had the leaver's slices handed over (its worker completes it); 1 and 2 never
          * left the leaver: they fail */
-        if (wait_ops(c, o, 3, 1, 2, A2A_ERR_DEADLINE_EXCEEDED, "waiting for group rank(s)") != 0)
+        /* op 1 times out waiting for the leaver, or, when op 0 timed out at the others first
+         * (a slow machine), the leaver's job was in op 1 as it left: it fails naming that */
+        if (wait_ops(c, o, 3, 1, 2, A2A_ERR_DEADLINE_EXCEEDED, "waiting for group rank(s)",
+                     "(world rank 1) on worker") != 0)
             return -1;
+        char what[32];
+        snprintf(what, sizeof(what), "done-%lld", (long long)c->me);
+        mark(what);
     }
     return verified(c, 800, "the next operation after a job left");
 }
