@@ -55,8 +55,8 @@
     250 /* no new connection to the socket for this long after one failed */
 #define CLIENT_FRAME_MAX (5u << 20) /* largest reply on the local socket */
 #define CLIENT_STAGE_ALIGN 4096     /* staging sizes and the receive part's offset */
-/* a2a_all_to_all_v_start sends a call to the worker itself when it copies at most this much
- * (its slices to others); a larger one is sent by its lane, while the caller goes on */
+/* a2a_all_to_all_v_start sends a call to the worker itself when its send slices total at most
+ * this much; a larger one is sent by its lane, while the caller goes on */
 #define CLIENT_SUBMIT_COPY_MAX (32u << 10)
 
 /* The message of the last failed call of one thread on one job. */
@@ -1566,7 +1566,7 @@ chan_new(a2a_job *job)
 }
 
 /* chan_take returns a channel for a call over a group of n ranks, or NULL: use the socket (or,
- * open == 0, none is free and none is opened now). */
+ * may_open == 0, none is free and none is opened now). */
 static job_chan *
 chan_take(a2a_job *job, size_t n, int may_open)
 {
@@ -1878,9 +1878,10 @@ typedef struct {
  * by the worker; its room in the staging stays a hole. lmtx held when
  * locked is STAGE_LOCKED, else taken here; with STAGE_QUICK, a staging that
  * must be made or handed over again first is not (A2A_ERR_UNAVAILABLE, and no
- * job error): the caller takes the slow way.
+ * job error): the caller takes the slow way. STAGE_CHECK says whether
+ * STAGE_QUICK would succeed, and copies nothing.
  */
-enum { STAGE_UNLOCKED, STAGE_LOCKED, STAGE_QUICK };
+enum { STAGE_UNLOCKED, STAGE_LOCKED, STAGE_QUICK, STAGE_CHECK };
 static a2a_status
 stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *args,
          stage_plan *plan, int locked)
@@ -1895,12 +1896,12 @@ stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *ar
     plan->discover = args->recv_counts == NULL;
     for (size_t j = 0; j < n; j++) {
         if (plan->send && __builtin_add_overflow(sbytes, (size_t)w->counts[j] * es, &sbytes))
-            return locked == STAGE_QUICK
+            return locked >= STAGE_QUICK
                        ? A2A_ERR_RESOURCE_EXHAUSTED
                        : job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED, "the send slices are too large");
         if (plan->recv && !plan->discover &&
             __builtin_add_overflow(rbytes, (size_t)w->counts[2 * n + j] * es, &rbytes))
-            return locked == STAGE_QUICK ? A2A_ERR_RESOURCE_EXHAUSTED
+            return locked >= STAGE_QUICK ? A2A_ERR_RESOURCE_EXHAUSTED
                                          : job_fail(job, A2A_ERR_RESOURCE_EXHAUSTED,
                                                     "the receive slices are too large");
     }
@@ -1915,7 +1916,7 @@ stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *ar
     /* the usual case needs no word with the worker: staging big enough, on this session */
     if (locked == STAGE_LOCKED || st->ptr == NULL || st->len < plan->bytes ||
         st->gen != __atomic_load_n(&job->lgen, __ATOMIC_ACQUIRE)) {
-        if (locked == STAGE_QUICK)
+        if (locked >= STAGE_QUICK)
             return A2A_ERR_UNAVAILABLE;
         if (locked == STAGE_UNLOCKED)
             pthread_mutex_lock(&job->lmtx);
@@ -1926,6 +1927,8 @@ stage_in(a2a_job *job, job_stage *st, wire_a2av *w, const a2a_alltoallv_args *ar
         if (s != A2A_OK)
             return s;
     }
+    if (locked == STAGE_CHECK)
+        return A2A_OK;
     size_t off = 0;
     for (size_t j = 0; plan->send && j < n; j++) {
         size_t b = (size_t)w->counts[j] * es;
@@ -2173,11 +2176,19 @@ timeout_left(wire_a2av *w, int64_t t0)
 }
 
 /* call_send sends c on its channel (after the copies into its staging); not OK: the call
- * failed there (its channel given back). */
+ * failed there (its channel given back). quick: nothing is touched unless it can be sent
+ * without a word with the worker, since the lane makes the call again otherwise (and the
+ * self copy, done twice over overlapping buffers, would copy what it wrote) */
 static a2a_status
 call_send(client_call *c, int quick)
 {
     a2a_status st;
+    if (quick &&
+        (st = stage_in(c->job, &c->ch->stage, &c->w, c->args, &c->plan, STAGE_CHECK)) != A2A_OK) {
+        chan_give(c->job, c->ch, 1);
+        c->ch = NULL;
+        return st;
+    }
     self_copy(&c->w, c->args, c->me);
     if ((st = stage_in(c->job, &c->ch->stage, &c->w, c->args, &c->plan,
                        quick ? STAGE_QUICK : STAGE_UNLOCKED)) != A2A_OK) {
