@@ -169,6 +169,30 @@ rss_kib() {
     awk '/^VmRSS:/ {print $2; found=1} END {if (!found) print 0}' "/proc/$1/status" 2>/dev/null || echo 0
 }
 
+# fake_peer_config [YAML...]: writes $cfg for a real worker node-a (world rank 0, ports 1 and 2,
+# its socket in $dir) and node-f (world rank 1, ports 3 and 4), which runs no a2a-worker (a
+# fakepeer plays it), with group tf = [0, 1] and the YAML lines given after it (more groups).
+fake_peer_config() {
+    cat >"$cfg" <<EOF
+coordinator:
+  url: tcp://127.0.0.1:${ports[0]}
+workers:
+  - name: node-a
+    url: tcp://127.0.0.1:${ports[1]}
+    data_url: tcp://127.0.0.1:${ports[2]}
+    socket: $dir/node-a.sock
+    ranks: 1
+  - name: node-f
+    url: tcp://127.0.0.1:${ports[3]}
+    data_url: tcp://127.0.0.1:${ports[4]}
+    ranks: 1
+groups:
+  - name: tf
+    ranks: [0, 1]
+EOF
+    [ $# -eq 0 ] || printf '%s\n' "$@" >>"$cfg"
+}
+
 # fake_connected PID LOG LABEL: waits up to 5 s for the fakepeer PID to say in LOG that it
 # connected to the real worker; fails the test (naming LABEL, with LOG) when it does not.
 fake_connected() {

@@ -31,25 +31,7 @@ trap 'exit 130' INT TERM
 export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
 
 write_config() {
-    cat >"$cfg" <<EOF2
-coordinator:
-  url: tcp://127.0.0.1:${ports[0]}
-workers:
-  - name: node-a
-    url: tcp://127.0.0.1:${ports[1]}
-    data_url: tcp://127.0.0.1:${ports[2]}
-    socket: $dir/node-a.sock
-    ranks: 1
-  - name: node-f
-    url: tcp://127.0.0.1:${ports[3]}
-    data_url: tcp://127.0.0.1:${ports[4]}
-    ranks: 1
-groups:
-  - name: tf
-    ranks: [0, 1]
-  - name: solo
-    ranks: [0]
-EOF2
+    fake_peer_config '  - name: solo' '    ranks: [0]'
 }
 
 start_cluster 5 node-a
