@@ -1019,9 +1019,9 @@ timed_wait(engine *e, eng_call *c, int64_t until_ms)
 }
 
 /* call_wait copies c's local pairs and waits until c completes, fails or passes its deadline
- * (and, when only bytes on their way are missing then, ENGINE_FLIGHT_GRACE_MS more); under
- * e->mtx. */
-static void
+ * (and, when only bytes on their way are missing then, ENGINE_FLIGHT_GRACE_MS more: 1 when it
+ * waited into that grace); under e->mtx. */
+static int
 call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms, uint8_t **buf)
 {
     op_op *op = c->oc.op;
@@ -1051,17 +1051,19 @@ call_wait(engine *e, eng_call *c, int64_t deadline, int64_t timeout_ms, uint8_t 
         }
         timed_wait(e, c, deadline);
     }
+    return graced;
 }
 
 /* unpin_wait waits until no transfer touches c's memory. A transfer still going after c's
  * deadline (or, for a call that ended early, past now) plus ENGINE_PIN_GRACE_MS has its link
- * closed (link_release_call), so that a trickling peer cannot hold a call; under e->mtx. */
+ * closed (link_release_call), so that a trickling peer cannot hold a call; a call that waited
+ * into the flight grace (graced) counts from its deadline alone, so that it returns within the
+ * same bound; under e->mtx. */
 static void
-unpin_wait(engine *e, eng_call *c, int64_t deadline)
+unpin_wait(engine *e, eng_call *c, int64_t deadline, int graced)
 {
-    int64_t now = rpc_now_ms(), until = (deadline > now ? deadline : now) + ENGINE_PIN_GRACE_MS;
-    if (now > deadline && now - deadline <= ENGINE_FLIGHT_GRACE_MS + 50)
-        until = deadline + ENGINE_PIN_GRACE_MS; /* failed in the flight grace: the same bound */
+    int64_t now = rpc_now_ms();
+    int64_t until = (graced || deadline > now ? deadline : now) + ENGINE_PIN_GRACE_MS;
     int released = 0;
 
     while (c->pins > 0) {
@@ -1348,7 +1350,7 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
     op_arrive(&o, op, &c->oc);
     engine_run(e, &o);
     link_flush(e); /* READY and eager slices leave from this thread, now */
-    call_wait(e, c, deadline, timeout_ms, &buf);
+    int graced = call_wait(e, c, deadline, timeout_ms, &buf);
     if (c->left) { /* answered early, and out of the operation already (leave_answered) */
         op_out_fini(&o);
         free(c->todo);
@@ -1358,7 +1360,7 @@ call_run(engine *e, op_group *g, eng_call *c, int64_t deadline, int64_t timeout_
     }
     c->oc.finished = 1;
     link_drop_call(e, c);
-    unpin_wait(e, c, deadline);
+    unpin_wait(e, c, deadline, graced);
     st = op->status;
     if (st != A2A_OK)
         status_fail(err, errlen, st, "%s", op->msg);
