@@ -404,6 +404,21 @@ wait_ready(conn *c, int (*want)(const frame *r, size_t j), frame *r)
     return pick;
 }
 
+/* meet listens on own, links to the real worker at peer as name, and waits (wait_ready) for a
+ * READY that want accepts, which names what (for the message when none comes); -1: no link,
+ * or no such READY. */
+static int64_t
+meet(conn *c, const char *name, const char *own, const char *peer,
+     int (*want)(const frame *r, size_t j), frame *r, const char *what)
+{
+    int64_t pick;
+    if (start_listener(own) != 0 || connect_peer(c, peer, name) != 0)
+        return -1;
+    if ((pick = wait_ready(c, want, r)) < 0)
+        say("no %s within 30 s", what);
+    return pick;
+}
+
 /* ---- trickle ---- */
 
 static int
@@ -416,13 +431,9 @@ mode_trickle(const char *name, const char *own, const char *peer, int64_t second
     uint64_t total, sent = 0;
     uint8_t *payload;
 
-    if (start_listener(own) != 0 || connect_peer(&c, peer, name) != 0)
-        return 1;
     /* wait for a READY that asks one of our ranks for a slice; heartbeats meanwhile */
-    if ((pick = wait_ready(&c, asks_slice, &r)) < 0) {
-        say("no READY asking for a slice within 30 s");
+    if ((pick = meet(&c, name, own, peer, asks_slice, &r, "READY asking for a slice")) < 0)
         return 1;
-    }
     esize = a2a_dtype_size((a2a_dtype)r.dtype);
     total = (uint64_t)r.counts[pick] * esize;
     say("READY %s epoch %" PRIu64 " op %" PRIu64 ": group rank %lld expects %lld elements "
@@ -507,12 +518,9 @@ mode_misplace(const char *name, const char *own, const char *peer, const char *k
     uint8_t *payload;
     size_t esize;
 
-    if (start_listener(own) != 0 || connect_peer(&c, peer, name) != 0)
+    if ((pick = meet(&c, name, own, peer, asks_discovering, &r, "discovering READY with a row")) <
+        0)
         return 1;
-    if ((pick = wait_ready(&c, asks_discovering, &r)) < 0) {
-        say("no discovering READY with a row within 30 s");
-        return 1;
-    }
     int64_t me = r.srcs[pick], place = strcmp(kind, "past") == 0 ? r.cap - count + 1 : 0;
     esize = a2a_dtype_size((a2a_dtype)r.dtype);
     say("READY %s epoch %" PRIu64 " op %" PRIu64 ": group rank %lld discovers, capacity %lld; "
@@ -575,12 +583,8 @@ mode_late(const char *name, const char *own, const char *peer, int64_t delay_ms)
     uint64_t total;
     uint64_t *payload;
 
-    if (start_listener(own) != 0 || connect_peer(&c, peer, name) != 0)
+    if ((pick = meet(&c, name, own, peer, asks_slice, &r, "READY asking for a slice")) < 0)
         return 1;
-    if ((pick = wait_ready(&c, asks_slice, &r)) < 0) {
-        say("no READY asking for a slice within 30 s");
-        return 1;
-    }
     t0 = now_ms();
     int64_t me = r.srcs[pick], count = r.counts[pick];
     total = (uint64_t)count * 8;
