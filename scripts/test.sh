@@ -10,7 +10,7 @@
 #   build     build into build/ and run every ctest test but the fuzz-labelled ones
 #   asan      build-asan/ (ASan + UBSan, Debug) and run every ctest test but those
 #             labelled fuzz, huge and netns
-#   tsan      build-tsan/ (TSan) and run the threaded tests (unit.rpc, unit.auth,
+#   tsan      build-tsan/ (TSan) and run the threaded tests (unit.rpc, unit.auth, unit.sock,
 #             unit.group, integration.*; unit.op, pure single-threaded code, in asan and valgrind)
 #   fuzz      build-fuzz/ (clang, libFuzzer) and run the tests labelled fuzz,
 #             A2A_FUZZ_SECONDS (default 20) each
@@ -106,7 +106,7 @@ stage_asan() {
 
 # unit.op is single-threaded pure code (worker/op.c and its simulator): the asan and valgrind
 # stages check it; under TSan its exhaustive walks of every order take over ten minutes
-TSAN_TESTS='unit\.(rpc|auth|group)|integration\.'
+TSAN_TESTS='unit\.(rpc|auth|group|sock)|integration\.'
 # ... but not the tests of command lines (the tools' and the coordinator's options, exit codes
 # and words, the compose file, the examples): their threads are the RPC layer's, which the rest
 # run under TSan (they took 180 s of the stage's 1,240 test-seconds)

@@ -26,7 +26,8 @@
 #include "common/wire.h"
 #include "server/secure.h"
 
-#define ENGINE_CHUNK (1u << 20) /* bytes per DATA frame */
+#define ENGINE_CHUNK (1u << 20)       /* bytes per DATA frame */
+#define ENGINE_READ_AHEAD (64u << 10) /* bytes an incoming link reads at once (sock.h) */
 #define ENGINE_COPY_INLINE \
     16384                       /* a local pair this small is copied by the thread that starts it */
 #define ENGINE_HEARTBEAT_MS 500 /* an idle link sends a heartbeat this often */

@@ -507,13 +507,33 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
             p->ctl_tail = NULL;
         free(c);
     } else if (c != NULL) {
-        p->ctl_head = c->next;
+        /* c and the new frames behind it, in one write when they fit the staging buffer */
+        eng_ctl *last = c;
+        size_t len = c->len;
+        while (len <= ENGINE_CHUNK && last->next != NULL && last->next->gen == 0 &&
+               len + last->next->len <= ENGINE_CHUNK) {
+            last = last->next;
+            len += last->len;
+        }
+        p->ctl_head = last->next;
         if (p->ctl_head == NULL)
             p->ctl_tail = NULL;
+        last->next = NULL;
         p->writing = 1;
         pthread_mutex_unlock(&e->mtx);
-        rv = send_bytes(p->out, c->bytes, c->len, NULL, 0);
-        free(c);
+        if (c == last) {
+            rv = send_bytes(p->out, c->bytes, c->len, NULL, 0);
+        } else {
+            size_t off = 0;
+            for (eng_ctl *q = c; q != NULL; q = q->next)
+                memcpy(x->buf + off, q->bytes, q->len), off += q->len;
+            rv = send_bytes(p->out, x->buf, len, NULL, 0);
+        }
+        while (c != NULL) {
+            eng_ctl *q = c;
+            c = c->next;
+            free(q);
+        }
         pthread_mutex_lock(&e->mtx);
         p->writing = 0;
         if (rv != 0)
@@ -687,6 +707,10 @@ receiver_thread(void *arg)
 
     if ((p = receiver_hello(e, in, why, sizeof(why))) != NULL) {
         x.peer = p->w->name;
+        /* the frames that came together in one read, not three reads a frame (prefix, header,
+         * payload); a link without it still works, one read at a time */
+        if (wsock_buffer(in->s, ENGINE_READ_AHEAD) != 0)
+            log_warn("link from %s: no memory to read ahead; reading frame by frame", x.peer);
         receiver_loop(e, in, p, &x, why, sizeof(why));
     }
     pthread_mutex_lock(&e->mtx);

@@ -22,6 +22,9 @@ struct wsock {
     int wr_ms;      /* SO_SNDTIMEO as set now */
     nng_stream *st; /* otherwise */
     nng_aio *rd, *wr;
+    uint8_t *rbuf;     /* wsock_buffer's read-ahead (tcp:// only), or NULL */
+    size_t rcap;       /* its size */
+    size_t rpos, rend; /* the bytes read ahead and not taken yet: rbuf[rpos..rend) */
 };
 
 struct wsock_listener {
@@ -313,21 +316,83 @@ now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* step_ms: the wait for one system call, timeout_ms bounded by deadline_ms (0: none); -1 when
+ * the deadline has passed. */
+static int
+step_ms(int timeout_ms, int64_t deadline_ms)
+{
+    if (timeout_ms < 0)
+        timeout_ms = 0;
+    if (deadline_ms > 0) {
+        int64_t left = deadline_ms - now_ms();
+        if (left <= 0)
+            return -1;
+        if (timeout_ms <= 0 || left < timeout_ms)
+            timeout_ms = (int)left;
+    }
+    return timeout_ms;
+}
+
+/*
+ * buffered_recv: sock_io's receive once the link reads ahead (wsock_buffer). What is read
+ * ahead is taken first; what is left of a piece of at least rcap bytes is read straight into
+ * it; a smaller one is taken from one recv of up to rcap bytes (all the frames that came
+ * together, at the cost of one system call instead of three per frame).
+ */
+static int
+buffered_recv(wsock *s, nng_iov *iov, unsigned n, int timeout_ms, int64_t deadline_ms)
+{
+    for (unsigned i = 0; i < n; i++) {
+        uint8_t *dst = iov[i].iov_buf;
+        size_t need = iov[i].iov_len;
+        while (need > 0) {
+            ssize_t r;
+            int ms;
+            if (s->rpos < s->rend) {
+                size_t k = s->rend - s->rpos < need ? s->rend - s->rpos : need;
+                memcpy(dst, s->rbuf + s->rpos, k);
+                s->rpos += k;
+                dst += k;
+                need -= k;
+                continue;
+            }
+            if ((ms = step_ms(timeout_ms, deadline_ms)) < 0)
+                return NNG_ETIMEDOUT;
+            set_timeout(s, 1, ms);
+            if (need >= s->rcap)
+                r = recv(s->fd, dst, need, MSG_WAITALL);
+            else
+                r = recv(s->fd, s->rbuf, s->rcap, 0);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                return sys_err(errno);
+            if (r == 0)
+                return NNG_ECLOSED;
+            if (need >= s->rcap) {
+                dst += r;
+                need -= (size_t)r;
+            } else {
+                s->rpos = 0;
+                s->rend = (size_t)r;
+            }
+        }
+    }
+    return 0;
+}
+
 /* sock_io: wsock_io, each step also bounded by deadline_ms (monotonic; 0: none). */
 static int
 sock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms, int64_t deadline_ms)
 {
     while (n > 0 && iov[0].iov_len == 0)
         iov++, n--;
+    if (recv && s->rbuf != NULL)
+        return buffered_recv(s, iov, n, timeout_ms, deadline_ms);
     while (n > 0) {
         size_t got;
-        if (deadline_ms > 0) {
-            int64_t left = deadline_ms - now_ms();
-            if (left <= 0)
-                return NNG_ETIMEDOUT;
-            if (timeout_ms <= 0 || left < timeout_ms)
-                timeout_ms = (int)left;
-        }
+        if ((timeout_ms = step_ms(timeout_ms, deadline_ms)) < 0)
+            return NNG_ETIMEDOUT;
         if (s->fd >= 0) {
             struct iovec v[4];
             struct msghdr m = {.msg_iov = v, .msg_iovlen = n};
@@ -376,6 +441,18 @@ int
 wsock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms)
 {
     return sock_io(s, iov, n, recv, timeout_ms, 0);
+}
+
+int
+wsock_buffer(wsock *s, size_t cap)
+{
+    if (s->fd < 0 || s->rbuf != NULL || cap == 0)
+        return 0;
+    if ((s->rbuf = malloc(cap)) == NULL)
+        return NNG_ENOMEM;
+    s->rcap = cap;
+    s->rpos = s->rend = 0;
+    return 0;
 }
 
 int
@@ -455,5 +532,6 @@ wsock_free(wsock *s)
         nng_aio_free(s->rd);
         nng_aio_free(s->wr);
     }
+    free(s->rbuf);
     free(s);
 }

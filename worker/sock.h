@@ -43,6 +43,14 @@ void wsock_listener_free(wsock_listener *l);
 int wsock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms);
 
 /*
+ * wsock_buffer makes s read ahead into a buffer of cap bytes of its own from now on: a receive
+ * takes what came together in one system call, and later receives take from it first. For a
+ * tcp:// link once its handshake is over (before it, a peer that has not proved the secret
+ * costs no more than an unbuffered socket); other streams read as before. 0, or NNG_ENOMEM.
+ */
+int wsock_buffer(wsock *s, size_t cap);
+
+/*
  * wsock_send_now sends what of buf[0..len) the socket takes without waiting (*sent bytes:
  * fewer than len when its buffer is full); 0, an error, or NNG_ENOTSUP for a stream that
  * cannot (TLS: send with wsock_io).
