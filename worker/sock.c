@@ -333,6 +333,18 @@ step_ms(int timeout_ms, int64_t deadline_ms)
     return timeout_ms;
 }
 
+/* io_result: what a blocking recv or send that returned r says: 0 (bytes moved), -1
+ * (interrupted: call it again), or an error (NNG_ECLOSED when the peer closed). */
+static int
+io_result(ssize_t r)
+{
+    if (r > 0)
+        return 0;
+    if (r == 0)
+        return NNG_ECLOSED;
+    return errno == EINTR ? -1 : sys_err(errno);
+}
+
 /*
  * buffered_recv: sock_io's receive once the link reads ahead (wsock_buffer). What is read
  * ahead is taken first; what is left of a piece of at least rcap bytes is read straight into
@@ -347,7 +359,7 @@ buffered_recv(wsock *s, nng_iov *iov, unsigned n, int timeout_ms, int64_t deadli
         size_t need = iov[i].iov_len;
         while (need > 0) {
             ssize_t r;
-            int ms;
+            int ms, rv;
             if (s->rpos < s->rend) {
                 size_t k = s->rend - s->rpos < need ? s->rend - s->rpos : need;
                 memcpy(dst, s->rbuf + s->rpos, k);
@@ -363,12 +375,10 @@ buffered_recv(wsock *s, nng_iov *iov, unsigned n, int timeout_ms, int64_t deadli
                 r = recv(s->fd, dst, need, MSG_WAITALL);
             else
                 r = recv(s->fd, s->rbuf, s->rcap, 0);
-            if (r < 0 && errno == EINTR)
+            if ((rv = io_result(r)) < 0)
                 continue;
-            if (r < 0)
-                return sys_err(errno);
-            if (r == 0)
-                return NNG_ECLOSED;
+            if (rv != 0)
+                return rv;
             if (need >= s->rcap) {
                 dst += r;
                 need -= (size_t)r;
@@ -397,17 +407,16 @@ sock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms, int64_t de
             struct iovec v[4];
             struct msghdr m = {.msg_iov = v, .msg_iovlen = n};
             ssize_t r;
+            int rv;
             for (unsigned i = 0; i < n && i < 4; i++)
                 v[i] = (struct iovec){iov[i].iov_buf, iov[i].iov_len};
             m.msg_iovlen = n < 4 ? n : 4;
             set_timeout(s, recv, timeout_ms);
             r = recv ? recvmsg(s->fd, &m, MSG_WAITALL) : sendmsg(s->fd, &m, MSG_NOSIGNAL);
-            if (r < 0 && errno == EINTR)
+            if ((rv = io_result(r)) < 0)
                 continue;
-            if (r < 0)
-                return sys_err(errno);
-            if (r == 0)
-                return NNG_ECLOSED;
+            if (rv != 0)
+                return rv;
             got = (size_t)r;
         } else {
             nng_aio *aio = recv ? s->rd : s->wr;

@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "server/rpc.h"
 #include "worker/sock.h"
 
 #define CAP 4096 /* small, so that reads cross it often */
@@ -30,14 +30,6 @@ rnd(uint64_t *s)
     *s ^= *s >> 7;
     *s ^= *s << 17;
     return *s;
-}
-
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* pair: a connected link (tx dialed, rx accepted); rx reads ahead with cap bytes (0: not). */
@@ -214,15 +206,15 @@ test_timeout_and_deadline(void)
     pair(&tx, &rx, CAP);
     CU_ASSERT_EQUAL(wsock_io(tx, &iov, 1, 0, 1000), 0);
     iov = (nng_iov){got, 10};
-    t0 = now_ms();
+    t0 = rpc_now_ms();
     CU_ASSERT_EQUAL(wsock_io(rx, &iov, 1, 1, 150), NNG_ETIMEDOUT);
-    CU_ASSERT(now_ms() - t0 >= 100);
-    CU_ASSERT(now_ms() - t0 < 2000);
+    CU_ASSERT(rpc_now_ms() - t0 >= 100);
+    CU_ASSERT(rpc_now_ms() - t0 < 2000);
     CU_ASSERT_EQUAL(memcmp(got, five, 5), 0); /* what came was taken */
     iov = (nng_iov){got, 1};
-    t0 = now_ms();
+    t0 = rpc_now_ms();
     CU_ASSERT_EQUAL(wsock_io_by(rx, &iov, 1, 1, t0 + 150), NNG_ETIMEDOUT);
-    CU_ASSERT(now_ms() - t0 < 2000);
+    CU_ASSERT(rpc_now_ms() - t0 < 2000);
     /* five bytes in one read: the first taken, the other four from the buffer */
     iov = (nng_iov){five, 5};
     CU_ASSERT_EQUAL(wsock_io(tx, &iov, 1, 0, 1000), 0);
@@ -230,7 +222,7 @@ test_timeout_and_deadline(void)
     CU_ASSERT_EQUAL(wsock_io(rx, &iov, 1, 1, 1000), 0); /* fills the buffer with all five */
     CU_ASSERT_EQUAL(got[0], 1);
     iov = (nng_iov){got, 4};
-    CU_ASSERT_EQUAL(wsock_io_by(rx, &iov, 1, 1, now_ms() + 1000), 0);
+    CU_ASSERT_EQUAL(wsock_io_by(rx, &iov, 1, 1, rpc_now_ms() + 1000), 0);
     CU_ASSERT_EQUAL(memcmp(got, five + 1, 4), 0);
     wsock_free(tx);
     wsock_free(rx);
@@ -275,14 +267,14 @@ test_close_wakes(void)
     uint8_t got[8];
     nng_iov iov = {got, sizeof(got)};
     pthread_t t;
-    int64_t t0 = now_ms();
+    int64_t t0 = rpc_now_ms();
     int rv;
 
     pair(&tx, &rx, CAP);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, close_later, rx), 0);
     rv = wsock_io(rx, &iov, 1, 1, 0);
     CU_ASSERT_NOT_EQUAL(rv, 0);
-    CU_ASSERT(now_ms() - t0 < 5000);
+    CU_ASSERT(rpc_now_ms() - t0 < 5000);
     pthread_join(t, NULL);
     wsock_free(tx);
     wsock_free(rx);
