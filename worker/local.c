@@ -474,6 +474,21 @@ remote_conn_live(local_srv *s, const local_sess *ls)
     return s->rpc == NULL || ls->pipe_id == 0 || rpc_server_pipe_live(s->rpc, ls->pipe_id);
 }
 
+/* remote_closed: the connection of remote session x closed, seen by the watcher
+ * (local_pipe_gone) or by the sweep, whichever comes first; under s->mtx. It is served no more,
+ * its calls in progress fail for every member, and it is over (remote_done's result). */
+static local_sess *
+remote_closed(local_srv *s, local_sess *x)
+{
+    log_info("remote session %llu (world rank %lld): its connection closed",
+             (unsigned long long)x->x.id, (long long)x->x.world_rank);
+    pthread_mutex_lock(&x->x.mtx);
+    x->x.closed = 1; /* serve it no more (xfer_probe); its memory goes with its calls */
+    pthread_mutex_unlock(&x->x.mtx);
+    engine_sess_gone(s->e, &x->x); /* its calls in progress fail, for every member */
+    return remote_done(s, x);
+}
+
 /* remote_sweep drops the remote sessions that detached or whose connection closed (the watcher,
  * local_watch, drops those at once; this catches one it could not see). */
 static void
@@ -484,7 +499,7 @@ remote_sweep(local_srv *s)
     pthread_mutex_lock(&s->mtx);
     for (local_sess *x = s->live; x != NULL; x = next) {
         next = x->next;
-        if (x->remote && !remote_conn_live(s, x) && (d = remote_done(s, x)) != NULL) {
+        if (x->remote && !remote_conn_live(s, x) && (d = remote_closed(s, x)) != NULL) {
             d->next = dead;
             dead = d;
         }
@@ -528,13 +543,7 @@ local_pipe_gone(void *arg, uint32_t pipe_id)
     for (local_sess *x = s->live; x != NULL; x = next) {
         next = x->next;
         if (x->remote && x->pipe_id == pipe_id) {
-            log_info("remote session %llu (world rank %lld): its connection closed",
-                     (unsigned long long)x->x.id, (long long)x->x.world_rank);
-            pthread_mutex_lock(&x->x.mtx);
-            x->x.closed = 1; /* serve it no more (xfer_probe); its memory goes with its calls */
-            pthread_mutex_unlock(&x->x.mtx);
-            engine_sess_gone(s->e, &x->x); /* its calls in progress fail, for every member */
-            if ((d = remote_done(s, x)) != NULL) {
+            if ((d = remote_closed(s, x)) != NULL) {
                 d->next = dead;
                 dead = d;
                 n++;
