@@ -113,15 +113,30 @@ link_drop_call(engine *e, eng_call *c)
         }
 }
 
+/* ctl_copy writes the frames of the chain head, in order, into buf (room for all of them). */
+static void
+ctl_copy(const eng_ctl *head, uint8_t *buf)
+{
+    for (size_t off = 0; head != NULL; off += head->len, head = head->next)
+        memcpy(buf + off, head->bytes, head->len);
+}
+
+/* ctl_free frees the chain head (off every queue). */
+static void
+ctl_free(eng_ctl *head)
+{
+    while (head != NULL) {
+        eng_ctl *c = head;
+        head = c->next;
+        free(c);
+    }
+}
+
 static void
 drop_queue(eng_peer *p)
 {
-    while (p->ctl_head != NULL) {
-        eng_ctl *c = p->ctl_head;
-        p->ctl_head = c->next;
-        free(c);
-    }
-    p->ctl_tail = NULL;
+    ctl_free(p->ctl_head);
+    p->ctl_head = p->ctl_tail = NULL;
     while (p->sends != NULL) {
         eng_send *s = p->sends;
         p->sends = s->next;
@@ -346,7 +361,7 @@ link_flush(engine *e)
     for (size_t i = 0; i < e->npeers; i++) {
         eng_peer *p = &e->peers[i];
         eng_ctl *head = p->ctl_head;
-        size_t len = 0, off = 0;
+        size_t len = 0;
         uint8_t *buf = NULL;
         nng_iov iov;
         int rv;
@@ -361,17 +376,12 @@ link_flush(engine *e)
             pthread_cond_signal(&p->cv); /* the sender thread dials, or sends them */
             continue;
         }
-        for (eng_ctl *c = head; c != NULL; c = c->next)
-            memcpy(buf + off, c->bytes, c->len), off += c->len;
+        ctl_copy(head, buf);
         p->ctl_head = p->ctl_tail = NULL;
         p->writing = 1;
         uint64_t gen = p->out_gen; /* p->out stays while we write */
         pthread_mutex_unlock(&e->mtx);
-        while (head != NULL) {
-            eng_ctl *c = head;
-            head = c->next;
-            free(c);
-        }
+        ctl_free(head);
         /* what the socket takes now: a peer that stopped reading must not hold this call
          * past its deadline (RELIABILITY finding 3); its sender thread writes the rest */
         size_t sent = 0;
@@ -510,7 +520,7 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
         /* c and the new frames behind it, in one write when they fit the staging buffer */
         eng_ctl *last = c;
         size_t len = c->len;
-        while (len <= ENGINE_CHUNK && last->next != NULL && last->next->gen == 0 &&
+        while (last->next != NULL && last->next->gen == 0 &&
                len + last->next->len <= ENGINE_CHUNK) {
             last = last->next;
             len += last->len;
@@ -524,16 +534,10 @@ sender_step(engine *e, eng_peer *p, eng_sender *x)
         if (c == last) {
             rv = send_bytes(p->out, c->bytes, c->len, NULL, 0);
         } else {
-            size_t off = 0;
-            for (eng_ctl *q = c; q != NULL; q = q->next)
-                memcpy(x->buf + off, q->bytes, q->len), off += q->len;
+            ctl_copy(c, x->buf);
             rv = send_bytes(p->out, x->buf, len, NULL, 0);
         }
-        while (c != NULL) {
-            eng_ctl *q = c;
-            c = c->next;
-            free(q);
-        }
+        ctl_free(c);
         pthread_mutex_lock(&e->mtx);
         p->writing = 0;
         if (rv != 0)
