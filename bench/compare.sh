@@ -6,12 +6,17 @@
 #   bench/compare.sh [--quick] [--sizes lat|bw|both] [-b MIN -e MAX -f FACTOR]
 #                    [--patterns LIST] [--target S] [--repeat R] [--shapes "2x2 4x1 2x4 4x2"]
 #                    [--build-dir DIR] [--out DIR] [--no-mpi] [--shared] [--ceiling-gbit G]
-#                    [--netns [--rate RATE] [--goodput GBIT]]   bench/compare.sh --table RESULT_DIR
+#                    [--netns [--hosts K] [--ranks-per-host R] [--rate RATE] [--goodput GBIT]]
+#                    bench/compare.sh --table RESULT_DIR
 #
 # Shapes are WORKERSxRANKS_PER_WORKER for a2a-launch; MPI runs N = W*R ranks.
 # --netns: ideal = busiest host's max(out, in) / B with B the TCP goodput of one
 # host link (WORKLOADS.md 5), measured with iperf3 between two namespaces
 # (--goodput GBIT to give it; without iperf3 the nominal --rate is used).
+# --hosts K (default 4, at most 250) emulated hosts of --ranks-per-host R ranks
+# (default 1) each: one worker per host, N = K*R ranks, rank r on host r/R + 1,
+# Open MPI's ranks placed the same way. With R > 1 no ideal time is printed (the
+# ideal above counts one rank per host).
 # The MPI reference is bench/mpi_alltoallv_bench.c, built with mpicc; without
 # Open MPI (mpicc, mpirun) compare.sh stops at once unless --no-mpi.
 # Environment: MPICC, MPIRUN (default mpicc, mpirun); A2A_SHARED (default
@@ -24,13 +29,14 @@ MPICC=${MPICC:-mpicc} MPIRUN_BIN=${MPIRUN:-mpirun}
 BUILD=$ROOT/build
 QUICK=0 SIZES=both PATTERNS=all TARGET="" REPEAT=2 SHAPES="2x2 4x1 2x4 4x2"
 BMIN="" BMAX="" BFAC="" OUT="" TABLE_ONLY="" MPI=1 CEIL_GBIT=47.6 NETNS=0 RATE="" GOODPUT=""
+HOSTS=4 RPH=1
 
 usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit "${1:-2}"; }
 A2A_EXTRA=""
 while [ $# -gt 0 ]; do
     case $1 in # an option with a value needs one
         --sizes | -b | -e | -f | -p | --patterns | -t | --target | --repeat | --shapes | --build-dir | \
-            --out | --ceiling-gbit | --rate | --goodput | --table)
+            --out | --ceiling-gbit | --rate | --goodput | --table | --hosts | --ranks-per-host)
             [ $# -ge 2 ] || { echo "compare.sh: $1 needs a value (see compare.sh --help)" >&2; exit 2; } ;;
     esac
     case $1 in
@@ -51,6 +57,8 @@ while [ $# -gt 0 ]; do
         --netns) NETNS=1 ;;
         --rate) RATE=$2; shift ;;
         --goodput) GOODPUT=$2; shift ;;
+        --hosts) HOSTS=$2; shift ;;
+        --ranks-per-host) RPH=$2; shift ;;
         --table) TABLE_ONLY=$2; shift ;;
         -h|--help) usage 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; usage >&2 ;;
@@ -62,6 +70,9 @@ done
 bad() { echo "compare.sh: $1 (see compare.sh --help)" >&2; exit 2; }
 case $SIZES in lat | bw | both) ;; *) bad "--sizes $SIZES: not lat, bw or both" ;; esac
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || bad "--repeat $REPEAT: not a count >= 1"
+[[ $HOSTS =~ ^[1-9][0-9]*$ ]] && [ "$HOSTS" -ge 2 ] && [ "$HOSTS" -le 250 ] ||
+    bad "--hosts $HOSTS: not a count of 2 to 250"
+[[ $RPH =~ ^[1-9][0-9]*$ ]] || bad "--ranks-per-host $RPH: not a count >= 1"
 [ -n "${SHAPES// /}" ] || bad "--shapes: no shape given"
 for s in $SHAPES; do
     [[ $s =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || bad "--shapes: \"$s\" is not WORKERSxRANKS_PER_WORKER (e.g. 2x2)"
@@ -158,17 +169,20 @@ loopback() {
     done
 }
 
-# ---- 4 emulated hosts (network namespaces), one rank and one worker per host ----
+# ---- K emulated hosts (network namespaces), one worker and R ranks per host ----
 netns() {
-    local NS=$SHARED/bench/netns_cluster.sh K=4 NET=${A2A_NS_NET:-10.77.0}
+    local NS=$SHARED/bench/netns_cluster.sh K=$HOSTS R=$RPH NET=${A2A_NS_NET:-10.77.0}
     [ "$(id -u)" = 0 ] || { log "--netns needs root"; exit 1; }
     [ -x "$NS" ] || [ -f "$NS" ] || { log "no $NS"; exit 1; }
     bash "$NS" up $K $RATE >&2
     local Y=$OUT/netns_cluster.yaml pids=() k
     { echo "coordinator:"; echo "  url: tcp://$NET.1:7000"; echo "workers:"
       for k in $(seq 1 $K); do
-          printf '  - name: h%d\n    url: tcp://%s.%d:7100\n    data_url: tcp://%s.%d:7101\n    ranks: 1\n' \
-              "$k" "$NET" "$k" "$NET" "$k"; done; } >"$Y"
+          printf '  - name: h%d\n    url: tcp://%s.%d:7100\n    data_url: tcp://%s.%d:7101\n    ranks: %d\n' \
+              "$k" "$NET" "$k" "$NET" "$k" "$R"
+          # the jobs of a host reach its worker over its Unix socket, as beside a real worker
+          # (without one they would be remote jobs, their slices in RPCs over TCP)
+          printf '    socket: %s/h%d.sock\n' "$OUT" "$k"; done; } >"$Y"
     bash "$NS" exec 1 "$COORD" --config "$Y" >"$OUT/netns_coordinator.log" 2>&1 & pids+=($!)
     for k in $(seq 1 $K); do
         bash "$NS" exec "$k" "$WORKER" --config "$Y" --name "h$k" >"$OUT/netns_worker$k.log" 2>&1 &
@@ -192,28 +206,30 @@ netns() {
     fi
     [ -n "$GOODPUT" ] && echo "$GOODPUT" >"$OUT/goodput_gbit.txt"
     local label=a2a_netns hosts
-    hosts=$(for k in $(seq 1 $K); do printf '%s.%d,' "$NET" "$k"; done); hosts=${hosts%,}
+    hosts=$(for k in $(seq 1 $K); do printf '%s.%d:%d,' "$NET" "$k" "$R"; done); hosts=${hosts%,}
+    local n=$((K * R)) rank
     for r in $(seq 1 "$REPEAT"); do
         for range in "${RANGES[@]}"; do
             set -- $range
             local args; args=$(benchargs "$1" "$2" "$3")
-            local f=$OUT/${label}_N${K}_r$r.txt
+            local f=$OUT/${label}_N${n}_r$r.txt
             { echo "# cmd: netns a2a-bench $args"; echo "# date: $(date -Is)"; } >>"$f"
             log "$(basename "$f") $args"
             local jp=()
-            for k in $(seq 2 $K); do
-                bash "$NS" exec "$k" env A2A_WORKER_URL="tcp://$NET.$k:7100" A2A_RANK=$((k - 1)) \
-                    A2A_WORLD_SIZE=$K A2A_COORDINATOR_URL="tcp://$NET.1:7000" \
+            for rank in $(seq 1 $((n - 1))); do
+                k=$((rank / R + 1))
+                bash "$NS" exec "$k" env A2A_JOB_MODE=local A2A_WORKER_URL="tcp://$NET.$k:7100" A2A_RANK=$rank \
+                    A2A_WORLD_SIZE=$n A2A_COORDINATOR_URL="tcp://$NET.1:7000" \
                     "$BENCH" $args >>"$f.log" 2>&1 & jp+=($!)
             done
-            bash "$NS" exec 1 env A2A_WORKER_URL="tcp://$NET.1:7100" A2A_RANK=0 A2A_WORLD_SIZE=$K \
+            bash "$NS" exec 1 env A2A_JOB_MODE=local A2A_WORKER_URL="tcp://$NET.1:7100" A2A_RANK=0 A2A_WORLD_SIZE=$n \
                 A2A_COORDINATOR_URL="tcp://$NET.1:7000" "$BENCH" $args --output "$f.part" \
                 >>"$f.log" 2>&1 || FAILED=1
             for p in "${jp[@]}"; do wait "$p" || FAILED=1; done
             cat "$f.part" >>"$f" 2>/dev/null || true; rm -f "$f.part"
             if [ "$MPI" = 1 ]; then
-                local g=$OUT/ompi_tcp_netns_N${K}_r$r.txt
-                run_one "$g.p" "$(basename "$g")" bash "$NS" exec 1 "$MPIRUN_BIN" --allow-run-as-root -np $K -H "$hosts" \
+                local g=$OUT/ompi_tcp_netns_N${n}_r$r.txt
+                run_one "$g.p" "$(basename "$g")" bash "$NS" exec 1 "$MPIRUN_BIN" --allow-run-as-root -np $n -H "$hosts" \
                     --mca plm_rsh_agent "$NS rsh" --mca plm_rsh_no_tree_spawn 1 --mca pml ob1 \
                     --mca btl tcp,self --mca btl_tcp_if_include "$NET.0/24" \
                     --mca oob_tcp_if_include "$NET.0/24" --mca mpi_yield_when_idle 1 "$MPIBENCH" $args
@@ -295,8 +311,10 @@ if [ "$NETNS" = 1 ]; then
         gbit=$(echo "$RATE" | awk '/gbit$/ {print $0 + 0} /mbit$/ {print ($0 + 0) / 1000}')
         [ -n "$GOODPUT" ] && gbit=$GOODPUT
     fi
-    { echo "## 4 emulated hosts (netns), rate=${RATE:-unlimited}, ideal = $( [ $mode = host ] &&
-          echo 'max(out,in)' || echo 'wire bytes') / $gbit Gbit/s"
+    [ "$RPH" = 1 ] || gbit=0 # the ideal counts one rank per host
+    { echo "## $HOSTS emulated hosts (netns) of $RPH rank(s), rate=${RATE:-unlimited}, ideal = $(
+          [ "$RPH" != 1 ] && echo 'not computed (ranks per host > 1)' ||
+          { [ $mode = host ] && echo 'max(out,in)' || echo 'wire bytes'; }) / $gbit Gbit/s"
       echo; table "*netns_N*_r*.txt" $mode "$gbit"; } | tee "$OUT/table.md"
 else
     loopback
