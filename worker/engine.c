@@ -220,15 +220,22 @@ engine_group_find(engine *e, const char *name)
     return NULL;
 }
 
-void
-engine_keep_early(engine *e, int peer, frame *f)
+int
+engine_keep_early(engine *e, int peer, frame *f, int may_wait)
 {
-    if (early_keep(&e->early, peer, f, rpc_now_ms()) != 0 &&
-        (e->early.refused & (e->early.refused - 1)) == 0) /* the 1st, 2nd, 4th, 8th... */
+    if (early_keep(&e->early, peer, f, rpc_now_ms()) == 0)
+        return 0;
+    if (may_wait) { /* the caller resolves the group and offers f again */
+        e->early.refused--;
+        return 1;
+    }
+    early_lost_note(&e->early, f, peer);
+    if ((e->early.refused & (e->early.refused - 1)) == 0) /* the 1st, 2nd, 4th, 8th... */
         log_warn("dropped a frame of group \"%s\" from %s: the store of frames for groups not "
                  "resolved yet is full (%zu frames, %zu bytes; %llu dropped so far)",
                  f->id.group, e->peers[peer].w->name, e->early.n, e->early.bytes,
                  (unsigned long long)e->early.refused);
+    return 0;
 }
 
 /* replay_early processes the kept frames of g's epoch, in order of arrival, and drops older
@@ -237,12 +244,25 @@ static void
 replay_early(engine *e, op_group *g)
 {
     early_frame *x;
+    early_lost l;
     early_expire(&e->early, rpc_now_ms());
     while ((x = early_take(&e->early, g->name, g->epoch)) != NULL) {
         if (x->f.id.epoch == g->epoch)
             engine_frame(e, &e->peers[x->peer], &x->f);
         early_free(x);
     }
+    /* an operation that lost a frame to the store's bounds cannot complete: it fails at its
+     * deadline, at every member alike. Failing it now (an ABORT) was tried: the members whose
+     * calls came first then went on to their next call before the late ranks' first call was
+     * numbered, and a new job's first call there joined the others' second one (README, "Known
+     * exceptions"): an OK with the data of another call of the application's. */
+    while (early_lost_take(&e->early, g->name, g->epoch, &l))
+        log_warn("group \"%s\" operation %llu: frames of it from worker %s came before this "
+                 "worker had resolved the group and did not fit its store of early frames (%d "
+                 "frames, %u MiB per group; README, \"Memory bound\"): the operation cannot "
+                 "complete and fails at its deadline",
+                 g->name, (unsigned long long)l.op, e->peers[l.peer].w->name, EARLY_GROUP_MAX,
+                 EARLY_GROUP_BYTES >> 20);
 }
 
 /* ---- groups ---- */
@@ -625,7 +645,7 @@ fetch_group(engine *e, const char *name, int64_t timeout_ms, wire_group *wg, cha
 static op_group *
 group_fresh(engine *e, const char *name, int64_t deadline, a2a_status *st, char *err, size_t errlen)
 {
-    op_group *g = engine_group_find(e, name), *ng;
+    op_group *g = engine_group_find(e, name);
     wire_group wg;
 
     if (g != NULL && !g->stale)
@@ -635,19 +655,74 @@ group_fresh(engine *e, const char *name, int64_t deadline, a2a_status *st, char 
     pthread_mutex_lock(&e->mtx);
     if (*st != A2A_OK)
         return NULL;
-    g = engine_group_find(e, name);
-    if (g != NULL && g->epoch >= wg.epoch) {
-        /* the same epoch, or another resolve installed a newer one meanwhile: never go back */
-        g->stale = g->epoch == wg.epoch ? 0 : g->stale;
-    } else if ((ng = group_build(e, &wg, err, errlen)) == NULL) {
+    if ((g = engine_group_offer(e, &wg, err, errlen)) == NULL)
         *st = A2A_ERR_INTERNAL;
-        g = NULL;
-    } else {
-        group_install(e, ng);
-        g = ng;
-    }
     wire_group_fini(&wg);
     return g;
+}
+
+int
+engine_group_ahead(engine *e, const wire_group *wg, char *err, size_t errlen)
+{
+    op_group *g = engine_group_find(e, wg->name), *ng;
+
+    if (g != NULL && (g->epoch >= wg->epoch || g->ops != NULL || g->asks != NULL))
+        return 1; /* as new, or busy: its next call resolves it (it is stale) */
+    if ((ng = group_build(e, wg, err, errlen)) == NULL)
+        return -1;
+    if (ng->nlocal == 0) {
+        group_free(ng);
+        return 0;
+    }
+    group_install(e, ng);
+    return 1;
+}
+
+int
+engine_resolve_ahead(engine *e, const char *name, uint64_t epoch, int64_t timeout_ms)
+{
+    char gname[A2A_GROUP_NAME_MAX + 1], err[512];
+    wire_group wg = {0};
+    op_group *g;
+    a2a_status st;
+
+    snprintf(gname, sizeof(gname), "%s", name);
+    pthread_mutex_unlock(&e->mtx);
+    st = fetch_group(e, gname, timeout_ms, &wg, err, sizeof(err));
+    pthread_mutex_lock(&e->mtx);
+    g = engine_group_find(e, gname);
+    if (g != NULL && g->epoch >= epoch) {
+        /* another thread installed it meanwhile */
+    } else if (st != A2A_OK) {
+        log_warn("cannot resolve group \"%s\" for the frames of it that came first: %s", gname,
+                 err);
+    } else if (engine_group_ahead(e, &wg, err, sizeof(err)) < 0) {
+        log_warn("cannot install group \"%s\" for the frames of it that came first: %s", gname,
+                 err);
+    } else if ((g = engine_group_find(e, gname)) != NULL && g->epoch >= epoch) {
+        log_info("group \"%s\" (epoch %llu) resolved for the frames of it that came before a "
+                 "call here did",
+                 gname, (unsigned long long)g->epoch);
+    }
+    wire_group_fini(&wg);
+    g = engine_group_find(e, gname);
+    return g != NULL && g->epoch >= epoch;
+}
+
+op_group *
+engine_group_offer(engine *e, const wire_group *wg, char *err, size_t errlen)
+{
+    op_group *g = engine_group_find(e, wg->name), *ng;
+
+    if (g != NULL && g->epoch >= wg->epoch) {
+        /* the same epoch, or another resolve installed a newer one meanwhile: never go back */
+        g->stale = g->epoch == wg->epoch ? 0 : g->stale;
+        return g;
+    }
+    if ((ng = group_build(e, wg, err, errlen)) == NULL)
+        return NULL;
+    group_install(e, ng);
+    return ng;
 }
 
 a2a_status
@@ -846,9 +921,18 @@ engine_run(engine *e, op_out *o)
 void
 engine_frame(engine *e, eng_peer *p, frame *f)
 {
-    if (f->type == FRAME_READY && f->ttl > 0) /* when the sender's call has failed for sure */
+    (void)engine_frame_try(e, p, f, 0);
+}
+
+int
+engine_frame_try(engine *e, eng_peer *p, frame *f, int may_wait)
+{
+    /* (set once: a frame offered again after its group was resolved keeps when it came) */
+    if (f->type == FRAME_READY && f->ttl > 0 && f->expire == 0) /* when the sender's call has
+                                                                   failed for sure */
         f->expire = rpc_now_ms() + f->ttl;
-    if (f->type == FRAME_PROBE) /* when it came: a call it asks about may be past its deadline */
+    if (f->type == FRAME_PROBE && f->expire == 0) /* when it came: a call it asks about may be
+                                                     past its deadline */
         f->expire = rpc_now_ms();
     op_group *g = engine_group_find(e, f->id.group);
     op_out o;
@@ -858,20 +942,21 @@ engine_frame(engine *e, eng_peer *p, frame *f)
         op_where(&o, g, p->idx, f);
         engine_run(e, &o);
         op_out_fini(&o);
-        return;
+        return 0;
     }
     if (g == NULL || g->epoch < f->id.epoch) { /* not resolved yet, or we are behind */
         if (g != NULL)
             g->stale = 1;
         if (f->type == FRAME_READY || f->type == FRAME_ABORT || f->type == FRAME_SLICE ||
             f->type == FRAME_PROBE || f->type == FRAME_ALIVE)
-            engine_keep_early(e, p->idx, f);
-        return;
+            return engine_keep_early(e, p->idx, f, may_wait);
+        return 0;
     }
     op_out_init(&o);
     op_frame(&o, g, p->idx, p->incarnation ^ ((uint64_t)p->idx << 48), f);
     engine_run(e, &o);
     op_out_fini(&o);
+    return 0;
 }
 
 eng_call *

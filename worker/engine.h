@@ -33,6 +33,7 @@
 #define ENGINE_HEARTBEAT_MS 500 /* an idle link sends a heartbeat this often */
 #define ENGINE_LINK_DEAD_MS 3000 /* a link silent this long is dead */
 #define ENGINE_DIAL_MS 2000      /* how long to try to reach a peer */
+#define ENGINE_RESOLVE_MS 1000   /* how long a link's receiver may resolve a group (link.c) */
 #define ENGINE_DEFAULT_TIMEOUT_MS 60000
 #define ENGINE_MAX_TIMEOUT_MS (7 * 86400000LL) /* a week: deadlines never overflow */
 

@@ -181,6 +181,15 @@ struct engine {
 void engine_run(engine *e, op_out *o);
 /* engine_frame: a READY, SLICE or ABORT frame from peer p; under e->mtx. */
 void engine_frame(engine *e, eng_peer *p, frame *f);
+/* engine_frame_try is engine_frame; with may_wait, a frame of a group or epoch not installed
+ * that the store of early frames has no room for is left as it is and 1 returned, for the
+ * caller to resolve the group (engine_resolve_ahead) and offer it again (the link's receiver:
+ * it reads no more of the link meanwhile). */
+int engine_frame_try(engine *e, eng_peer *p, frame *f, int may_wait);
+/* engine_resolve_ahead resolves group name (unlocking e->mtx meanwhile, within timeout_ms) and
+ * installs it as the watch installs groups ahead of their calls (engine_group_ahead): 1 when
+ * an epoch >= epoch of it is installed after, else 0. Under e->mtx. */
+int engine_resolve_ahead(engine *e, const char *name, uint64_t epoch, int64_t timeout_ms);
 /* engine_data_target: the call a DATA frame of len bytes from p is for, pinned, with *addr where
  * the bytes go in its job (NULL: drop them); under e->mtx. */
 eng_call *engine_data_target(engine *e, eng_peer *p, const frame *f, uint64_t len, uint64_t *addr);
@@ -252,8 +261,18 @@ void shm_free_all(engine *e);
 
 /* ---- engine.c ---- */
 op_group *engine_group_find(engine *e, const char *name);
+/* engine_group_offer installs the resolved group wg when it is newer than the cached group of
+ * its name (whose operations in progress then fail, as at a call that resolves it) and returns
+ * the current group; NULL with err when it cannot be built. Under e->mtx. */
+op_group *engine_group_offer(engine *e, const wire_group *wg, char *err, size_t errlen);
+/* engine_group_ahead installs the resolved group wg ahead of any call, as the watch does: when
+ * no epoch of it is cached, or an older one in which nothing runs (no operation, no call asking
+ * where it is); a busy one is left to its next call. 1 (installed, or left), 0 when wg has no
+ * rank of this worker (nothing installed), -1 with err. Under e->mtx. */
+int engine_group_ahead(engine *e, const wire_group *wg, char *err, size_t errlen);
 /* engine_keep_early keeps f (of peer) until its group's epoch is installed, within the store's
- * bounds, and asks for the group to be resolved; under e->mtx. */
-void engine_keep_early(engine *e, int peer, frame *f);
+ * bounds; past them it drops f (counted, logged), or with may_wait leaves it and returns 1.
+ * Under e->mtx. */
+int engine_keep_early(engine *e, int peer, frame *f, int may_wait);
 
 #endif

@@ -351,6 +351,51 @@ usage(const early_store *s, const char *name, int peer, size_t n_bytes[4])
     }
 }
 
+void
+early_lost_note(early_store *s, const frame *f, int peer)
+{
+    early_lost *l;
+
+    if (f->type != FRAME_READY && f->type != FRAME_SLICE && f->type != FRAME_ABORT)
+        return;
+    for (size_t i = 0; i < s->nlost; i++)
+        if (s->lost[i].epoch == f->id.epoch && s->lost[i].op == f->id.op &&
+            strcmp(s->lost[i].group, f->id.group) == 0)
+            return;
+    if (s->nlost == EARLY_LOST_MAX) {
+        memmove(&s->lost[0], &s->lost[1], (EARLY_LOST_MAX - 1) * sizeof(s->lost[0]));
+        s->nlost--;
+    }
+    l = &s->lost[s->nlost++];
+    snprintf(l->group, sizeof(l->group), "%s", f->id.group);
+    l->epoch = f->id.epoch;
+    l->op = f->id.op;
+    l->peer = peer;
+}
+
+int
+early_lost_take(early_store *s, const char *name, uint64_t epoch, early_lost *out)
+{
+    int found = 0;
+    size_t k = 0;
+
+    for (size_t i = 0; i < s->nlost; i++) {
+        early_lost *l = &s->lost[i];
+        if (strcmp(l->group, name) != 0 || l->epoch > epoch) {
+            s->lost[k++] = *l;
+            continue;
+        }
+        if (l->epoch == epoch && !found) {
+            *out = *l;
+            found = 1;
+        } else if (l->epoch == epoch) {
+            s->lost[k++] = *l; /* for the next call */
+        }
+    }
+    s->nlost = k;
+    return found;
+}
+
 int
 early_keep(early_store *s, int peer, frame *f, int64_t now_ms)
 {

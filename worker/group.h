@@ -167,7 +167,8 @@ int group_state_format(char *buf, size_t cap, int64_t rank, const char *name);
  * bounded in count, bytes and age, per group, per peer and in total (so that
  * one peer's flood cannot take the others' share), replayed in order
  * of arrival. Frames past a bound are refused (the caller counts and logs
- * them); frames older than EARLY_AGE_MS are dropped.
+ * them, and notes their operations: early_lost_note); frames older than EARLY_AGE_MS are
+ * dropped.
  */
 #define EARLY_MAX 1024                     /* frames in all */
 #define EARLY_BYTES (8u << 20)             /* bytes in all (headers' lists and payloads) */
@@ -185,10 +186,26 @@ typedef struct early_frame {
     frame f;
 } early_frame;
 
+/*
+ * What a refused frame leaves behind: which operation of which group and epoch misses a frame
+ * (READY, SLICE or ABORT), for the log when the group is resolved: that operation cannot
+ * complete and fails at its deadline (engine.c, replay_early). The last EARLY_LOST_MAX
+ * operations are remembered.
+ */
+#define EARLY_LOST_MAX 64
+
+typedef struct {
+    char group[A2A_GROUP_NAME_MAX + 1];
+    uint64_t epoch, op;
+    int peer; /* the first peer whose frame of it was refused */
+} early_lost;
+
 typedef struct {
     early_frame *head, *tail;
     size_t n, bytes;
     uint64_t refused, expired; /* counters, for logs and metrics */
+    early_lost lost[EARLY_LOST_MAX];
+    size_t nlost;
 } early_store;
 
 /* early_frame_bytes returns what keeping f costs (its lists, its payload and the record). */
@@ -197,6 +214,15 @@ size_t early_frame_bytes(const frame *f);
 /* early_keep stores *f from peer (taking over its lists and payload, so that *f is left empty)
  * at time now_ms; 0, or -1 when a bound refuses it (then *f is unchanged). */
 int early_keep(early_store *s, int peer, frame *f, int64_t now_ms);
+
+/* early_lost_note records that operation f->id.op of f's group and epoch misses f, a READY,
+ * SLICE or ABORT that the store refused (once per operation; the oldest record gives way when
+ * they are EARLY_LOST_MAX). */
+void early_lost_note(early_store *s, const frame *f, int peer);
+
+/* early_lost_take removes the records of lost operations of group name with an epoch <= epoch,
+ * and returns the first of those with exactly epoch in *out (1), or 0 when there is none. */
+int early_lost_take(early_store *s, const char *name, uint64_t epoch, early_lost *out);
 
 /* early_take removes and returns, oldest first, the next frame of group name with an epoch
  * <= epoch (NULL: none); the caller frees it with early_free. */

@@ -188,6 +188,9 @@ typedef struct {
     uint8_t *payload; /* grows up to FRAME_PAYLOAD_MAX */
     size_t cap;
     const char *peer; /* the peer's name once it said HELLO, for messages */
+    /* the last group (and epoch) that offer resolved in vain: its frames are not held again */
+    char tried[A2A_GROUP_NAME_MAX + 1];
+    uint64_t tried_epoch;
 } eng_receiver;
 
 /* read_payload reads len payload bytes into dst, or into x->payload when dst is NULL. */
@@ -662,6 +665,30 @@ receive_data(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, const frame *f
     return rv;
 }
 
+/*
+ * offer gives the engine frame f; under e->mtx. A frame of a group not installed here that the
+ * store of early frames has no room for (the first operation of a large group: the READYs and
+ * slices of every other member come at once, before a call of ours resolved it) is not dropped
+ * at once: the receiver resolves the group itself (ENGINE_RESOLVE_MS at most, reading nothing
+ * more of the link meanwhile, so TCP holds the rest) and offers it again. Dropped (logged) when
+ * the group cannot be installed now (the coordinator does not answer; an older epoch of it is
+ * still busy here), and then its next frames of that epoch are dropped without trying again.
+ */
+static void
+offer(engine *e, eng_peer *p, eng_receiver *x, frame *f)
+{
+    int tried = x->tried_epoch == f->id.epoch && strcmp(x->tried, f->id.group) == 0;
+
+    if (engine_frame_try(e, p, f, !tried) == 0)
+        return;
+    if (engine_resolve_ahead(e, f->id.group, f->id.epoch, ENGINE_RESOLVE_MS) == 0) {
+        snprintf(x->tried, sizeof(x->tried), "%s", f->id.group);
+        x->tried_epoch = f->id.epoch;
+    }
+    if (!e->stopping)
+        engine_frame(e, p, f);
+}
+
 static void
 receiver_loop(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, char *why, size_t whylen)
 {
@@ -688,11 +715,11 @@ receiver_loop(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, char *why, si
             }
             pthread_mutex_lock(&e->mtx);
             if (rv == 0 && !e->stopping)
-                engine_frame(e, p, &f);
+                offer(e, p, x, &f);
         } else if (f.type == FRAME_DATA)
             rv = receive_data(e, in, p, x, &f, plen, why, whylen);
         else if (f.type != FRAME_HEARTBEAT && f.type != FRAME_HELLO)
-            engine_frame(e, p, &f);
+            offer(e, p, x, &f);
         pthread_mutex_unlock(&e->mtx);
         frame_fini(&f);
         if (rv != 0)

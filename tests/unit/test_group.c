@@ -540,6 +540,56 @@ test_early_bounds(void)
     early_clear(&s);
 }
 
+/* what the store refused is remembered by operation: once each, taken by group and epoch */
+static void
+test_early_lost(void)
+{
+    early_store s = {0};
+    early_lost l;
+    frame f = ready("g", 5, 3, 0);
+
+    early_lost_note(&s, &f, 2);
+    early_lost_note(&s, &f, 4); /* the same operation: one record, the first peer */
+    f.id.op = 4;
+    early_lost_note(&s, &f, 1);
+    f.id.epoch = 6; /* a newer epoch than the one installed below: kept for it */
+    early_lost_note(&s, &f, 1);
+    f.id.epoch = 4; /* an older one: dropped by the take of epoch 5 */
+    early_lost_note(&s, &f, 1);
+    f.type = FRAME_PROBE; /* a PROBE is asked again: not an operation's loss */
+    f.id.epoch = 5;
+    f.id.op = 9;
+    early_lost_note(&s, &f, 1);
+    snprintf(f.id.group, sizeof(f.id.group), "other");
+    f.type = FRAME_SLICE;
+    early_lost_note(&s, &f, 3);
+    CU_ASSERT_EQUAL(s.nlost, 5);
+
+    CU_ASSERT_EQUAL_FATAL(early_lost_take(&s, "g", 5, &l), 1);
+    CU_ASSERT_EQUAL(l.op, 3);
+    CU_ASSERT_EQUAL(l.peer, 2);
+    CU_ASSERT_EQUAL_FATAL(early_lost_take(&s, "g", 5, &l), 1);
+    CU_ASSERT_EQUAL(l.op, 4);
+    CU_ASSERT_EQUAL(l.epoch, 5);
+    CU_ASSERT_EQUAL(early_lost_take(&s, "g", 5, &l), 0);
+    CU_ASSERT_EQUAL(s.nlost, 2); /* g's epoch 6 and other's */
+    CU_ASSERT_EQUAL_FATAL(early_lost_take(&s, "g", 6, &l), 1);
+    CU_ASSERT_EQUAL(l.op, 4);
+    CU_ASSERT_EQUAL_FATAL(early_lost_take(&s, "other", 5, &l), 1);
+    CU_ASSERT_EQUAL(l.op, 9);
+    CU_ASSERT_EQUAL(s.nlost, 0);
+
+    /* bounded: the oldest give way */
+    for (uint64_t i = 0; i < EARLY_LOST_MAX + 10; i++) {
+        f.id.op = i;
+        early_lost_note(&s, &f, 0);
+    }
+    CU_ASSERT_EQUAL(s.nlost, EARLY_LOST_MAX);
+    CU_ASSERT_EQUAL_FATAL(early_lost_take(&s, "other", 5, &l), 1);
+    CU_ASSERT_EQUAL(l.op, 10);
+    frame_fini(&f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -556,6 +606,7 @@ main(int argc, char **argv)
         {"lockstep campaign of the rules", test_lockstep_campaign},
         {"early store: order and epochs", test_early_order},
         {"early store: bounds and age", test_early_bounds},
+        {"early store: the operations of refused frames", test_early_lost},
     };
     return cu_main("group", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }
