@@ -33,7 +33,7 @@ watch_mark(engine *e, const wire_group_list *l)
                      g->name);
         else
             log_info("group \"%s\" has epoch %llu at the coordinator (ours %llu): resolving it "
-                     "at its next call",
+                     "again (now when nothing runs in it, else at its next call)",
                      g->name, (unsigned long long)l->groups[i].epoch, (unsigned long long)g->epoch);
         g->stale = 1;
     }
