@@ -42,6 +42,7 @@
 #define GUARD_CALLS_MAX 4
 #define GUARD_SHED_GRACE_MS 100
 #define GUARD_ROUND_MS 50
+#define GUARD_IDLE_MS 1000 /* the guard's round when no connection is to prove or to be shed */
 
 typedef struct guard guard;
 
