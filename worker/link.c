@@ -191,6 +191,7 @@ typedef struct {
     /* the last group (and epoch) that offer resolved in vain: its frames are not held again */
     char tried[A2A_GROUP_NAME_MAX + 1];
     uint64_t tried_epoch;
+    int64_t resolved_ms; /* when offer last resolved a group (one a ENGINE_RESOLVE_MS at most) */
 } eng_receiver;
 
 /* read_payload reads len payload bytes into dst, or into x->payload when dst is NULL. */
@@ -673,14 +674,19 @@ receive_data(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, const frame *f
  * more of the link meanwhile, so TCP holds the rest) and offers it again. Dropped (logged) when
  * the group cannot be installed now (the coordinator does not answer; an older epoch of it is
  * still busy here), and then its next frames of that epoch are dropped without trying again.
+ * One resolve a second at most, so that a peer's flood of frames of groups that do not exist
+ * (or of epochs to come) costs the coordinator no more than that.
  */
 static void
 offer(engine *e, eng_peer *p, eng_receiver *x, frame *f)
 {
-    int tried = x->tried_epoch == f->id.epoch && strcmp(x->tried, f->id.group) == 0;
+    int64_t now = rpc_now_ms();
+    int may = !(x->tried_epoch == f->id.epoch && strcmp(x->tried, f->id.group) == 0) &&
+              (x->resolved_ms == 0 || now - x->resolved_ms >= ENGINE_RESOLVE_MS);
 
-    if (engine_frame_try(e, p, f, !tried) == 0)
+    if (engine_frame_try(e, p, f, may) == 0)
         return;
+    x->resolved_ms = now;
     if (engine_resolve_ahead(e, f->id.group, f->id.epoch, ENGINE_RESOLVE_MS) == 0) {
         snprintf(x->tried, sizeof(x->tried), "%s", f->id.group);
         x->tried_epoch = f->id.epoch;
