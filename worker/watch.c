@@ -43,9 +43,9 @@ watch_mark(engine *e, const wire_group_list *l)
 /* watch_workers: when hccl_world_group has another epoch at the coordinator than the one whose
  * workers we took (a worker added or removed by a reload of its file, or a worker restarted),
  * resolve it and take its workers (engine_workers_seen): a host joins or leaves the cluster
- * without the others restarting. The group is installed too, as watch_ahead installs groups. */
+ * without the others restarting. (The group itself is installed by watch_ahead.) */
 static void
-watch_workers(engine *e, const wire_group_list *l, int ahead)
+watch_workers(engine *e, const wire_group_list *l)
 {
     size_t i;
     wire_group wg = {0};
@@ -67,10 +67,6 @@ watch_workers(engine *e, const wire_group_list *l, int ahead)
     if (wg.epoch > e->world_epoch) {
         engine_workers_seen(e, &wg);
         e->world_epoch = wg.epoch;
-        /* and the group itself, ahead of its calls (watch_ahead) */
-        if (ahead && engine_group_ahead(e, &wg, err, sizeof(err)) < 0)
-            log_debug("watch: cannot install %s ahead of its calls (next call): %s",
-                      A2A_WORLD_GROUP, err);
     }
     pthread_mutex_unlock(&e->mtx);
     wire_group_fini(&wg);
@@ -240,7 +236,7 @@ watch_main(void *arg)
         failing = 0;
         log_debug("watch: %zu groups listed", l.n);
         watch_mark(e, &l);
-        watch_workers(e, &l, ahead);
+        watch_workers(e, &l);
         if (ahead)
             watch_ahead(e, &l, &skip);
         wire_group_list_fini(&l);
