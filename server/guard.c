@@ -181,7 +181,6 @@ guard_thread(void *arg)
 {
     guard *g = arg;
     victim *v = calloc(GUARD_SHED_BATCH, sizeof(*v));
-
     int busy = 1;
 
     pthread_mutex_lock(&g->mtx);

@@ -690,8 +690,7 @@ engine_resolve_ahead(engine *e, const char *name, uint64_t epoch, int64_t timeou
     pthread_mutex_unlock(&e->mtx);
     st = fetch_group(e, gname, timeout_ms, &wg, err, sizeof(err));
     pthread_mutex_lock(&e->mtx);
-    g = engine_group_find(e, gname);
-    if (g != NULL && g->epoch >= epoch) {
+    if ((g = engine_group_find(e, gname)) != NULL && g->epoch >= epoch) {
         /* another thread installed it meanwhile */
     } else if (st != A2A_OK) {
         log_warn("cannot resolve group \"%s\" for the frames of it that came first: %s", gname,
@@ -705,7 +704,6 @@ engine_resolve_ahead(engine *e, const char *name, uint64_t epoch, int64_t timeou
                  gname, (unsigned long long)g->epoch);
     }
     wire_group_fini(&wg);
-    g = engine_group_find(e, gname);
     return g != NULL && g->epoch >= epoch;
 }
 
