@@ -166,8 +166,13 @@ struct engine {
     int64_t poke_until; /* our own connection to the listener (handshake_set_tls) until then */
     pthread_t acceptor;
     char data_url[300];
-    /* incoming links: one thread each */
+    /* incoming links: a thread each for its handshake; then the link loop (link.c) reads the
+     * tcp:// ones, all in one thread, and a link of another scheme keeps its thread */
     struct eng_in *ins;
+    int loop_fd;              /* the loop's epoll, or -1: no loop (A2A_LINK_LOOP=0) */
+    int loop_wake;            /* its eventfd: a link handed over, or stopping */
+    pthread_t loop;
+    struct eng_in *loop_new;  /* links handed to the loop, not taken yet */
     eng_map *maps;         /* shared job memory */
     pthread_cond_t map_cv; /* a map's refs dropped */
     /* watch.c: the coordinator's epochs, polled */

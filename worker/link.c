@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "engine_int.h"
@@ -26,6 +29,8 @@ typedef struct eng_in {
     int64_t deadline_ms; /* for the whole handshake */
     char source[64];     /* the dialer's address */
     eng_call *landing;   /* the call whose memory a DATA payload goes into right now, or NULL */
+    struct eng_rx *rx;   /* its reading, once the link loop has it; NULL before */
+    struct eng_in *loop_next; /* on e->loop_new */
 } eng_in;
 
 /* Set while a handler thread queues frames that its own link_flush will write
@@ -192,6 +197,7 @@ typedef struct {
     char tried[A2A_GROUP_NAME_MAX + 1];
     uint64_t tried_epoch;
     int64_t resolved_ms; /* when offer last resolved a group (one a ENGINE_RESOLVE_MS at most) */
+    int64_t *limit_ms;   /* the link loop's: when its last resolve ended, shared by its links */
 } eng_receiver;
 
 /* read_payload reads len payload bytes into dst, or into x->payload when dst is NULL. */
@@ -675,14 +681,18 @@ receive_data(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, const frame *f
  * the group cannot be installed now (the coordinator does not answer; an older epoch of it is
  * still busy here), and then its next frames of that epoch are dropped without trying again.
  * One resolve a second at most, so that a peer's flood of frames of groups that do not exist
- * (or of epochs to come) costs the coordinator no more than that.
+ * (or of epochs to come) costs the coordinator no more than that. In the link loop, which reads
+ * every link, a second at least passes between the end of one resolve and the next of any of
+ * its links: while the coordinator does not answer, the loop still reads half the time.
  */
 static void
 offer(engine *e, eng_peer *p, eng_receiver *x, frame *f)
 {
     int64_t now = rpc_now_ms();
     int may = !(x->tried_epoch == f->id.epoch && strcmp(x->tried, f->id.group) == 0) &&
-              (x->resolved_ms == 0 || now - x->resolved_ms >= ENGINE_RESOLVE_MS);
+              (x->resolved_ms == 0 || now - x->resolved_ms >= ENGINE_RESOLVE_MS) &&
+              (x->limit_ms == NULL || *x->limit_ms == 0 ||
+               now - *x->limit_ms >= ENGINE_RESOLVE_MS);
 
     if (engine_frame_try(e, p, f, may) == 0)
         return;
@@ -691,6 +701,8 @@ offer(engine *e, eng_peer *p, eng_receiver *x, frame *f)
         snprintf(x->tried, sizeof(x->tried), "%s", f->id.group);
         x->tried_epoch = f->id.epoch;
     }
+    if (x->limit_ms != NULL) /* the loop waits at most half its time for the coordinator */
+        *x->limit_ms = rpc_now_ms();
     if (!e->stopping)
         engine_frame(e, p, f);
 }
@@ -733,6 +745,35 @@ receiver_loop(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, char *why, si
     }
 }
 
+/*
+ * receiver_end ends incoming link in once nothing reads it any more (its thread, or the link
+ * loop): p's loss is handled when in was p's link; in may be freed once this returns.
+ */
+static void
+receiver_end(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, const char *why)
+{
+    wsock *s = in->s;
+
+    pthread_mutex_lock(&e->mtx);
+    if (p != NULL && p->in == s) {
+        p->in = NULL;
+        if (!e->stopping)
+            link_peer_down(e, p, why);
+    } else if (p == NULL && !e->stopping && rpc_now_ms() < e->poke_until) {
+        e->poke_until = 0; /* handshake_set_tls's own connection */
+        log_debug("closing an incoming link: %s (ours: the listener took its new TLS files)", why);
+    } else if (p == NULL && !e->stopping) {
+        log_warn("closing an incoming link: %s", why);
+    }
+    in->done = 1;
+    pthread_mutex_unlock(&e->mtx);
+    wsock_free(s);
+    free(x->hdr);
+    free(x->payload);
+}
+
+static int loop_take(engine *e, eng_in *in, eng_peer *p, eng_receiver *x);
+
 static void *
 receiver_thread(void *arg)
 {
@@ -748,24 +789,350 @@ receiver_thread(void *arg)
          * payload); a link without it still works, one read at a time */
         if (wsock_buffer(in->s, ENGINE_READ_AHEAD) != 0)
             log_warn("link from %s: no memory to read ahead; reading frame by frame", x.peer);
+        if (loop_take(e, in, p, &x) == 0)
+            return NULL; /* the link loop reads it from now on */
         receiver_loop(e, in, p, &x, why, sizeof(why));
     }
+    receiver_end(e, in, p, &x, why);
+    return NULL;
+}
+
+/*
+ * ---- the link loop ----
+ * One thread reads every incoming tcp:// link once its handshake is over (epoll): the frames of
+ * an operation that come from several peers at once wake one thread, not one a link, and the
+ * call they complete is answered from it. A link's reading is a small state machine (prefix,
+ * header, payload), fed with what its socket has now (wsock_read_now), so no link waits for
+ * another's bytes. What it does with a frame is the receiver thread's (receiver_loop).
+ */
+enum { RX_PREFIX, RX_HEADER, RX_BODY };
+
+#define RX_FRAMES 64 /* frames of one link in a row before the others get their turn */
+
+typedef struct eng_rx {
+    eng_receiver x;
+    eng_peer *p;
+    int stage; /* RX_*: what is being read */
+    int hot;   /* may have more to read now (epoll said so, or its turn ran out) */
+    int has_frame; /* f is decoded and not finished */
+    uint8_t prefix[FRAME_PREFIX_LEN];
+    uint32_t hlen;
+    uint64_t plen;
+    uint64_t got; /* bytes of the piece being read */
+    frame f;
+    uint8_t *dst;    /* where the payload goes */
+    eng_call *c;     /* DATA: its call (pinned by engine_data_target), or NULL: dropped */
+    uint64_t addr;   /* DATA: where in c's job */
+    eng_map *m;      /* DATA: the shared buffer dst is in, or NULL */
+    int64_t last_ms; /* when bytes last came */
+    int reads;       /* system calls rx_step may still make in this turn */
+} eng_rx;
+
+/* loop_take hands in (past its handshake, p its peer) to the link loop, with x; 0, or -1 when
+ * the loop cannot take it (none, not tcp://, stopping, out of memory): its thread reads it. */
+static int
+loop_take(engine *e, eng_in *in, eng_peer *p, eng_receiver *x)
+{
+    eng_rx *r;
+    uint64_t one = 1;
+
+    if (e->loop_fd < 0 || wsock_fd(in->s) < 0 || (r = calloc(1, sizeof(*r))) == NULL)
+        return -1;
+    r->x = *x;
+    r->p = p;
+    r->stage = RX_PREFIX;
+    r->hot = 1; /* bytes may be read ahead already */
+    r->last_ms = rpc_now_ms();
     pthread_mutex_lock(&e->mtx);
-    if (p != NULL && p->in == in->s) {
-        p->in = NULL;
-        if (!e->stopping)
-            link_peer_down(e, p, why);
-    } else if (p == NULL && !e->stopping && rpc_now_ms() < e->poke_until) {
-        e->poke_until = 0; /* handshake_set_tls's own connection */
-        log_debug("closing an incoming link: %s (ours: the listener took its new TLS files)", why);
-    } else if (p == NULL && !e->stopping) {
-        log_warn("closing an incoming link: %s", why);
+    if (e->stopping) {
+        pthread_mutex_unlock(&e->mtx);
+        free(r);
+        return -1;
     }
-    in->done = 1;
+    in->rx = r;
+    in->loop_next = e->loop_new;
+    e->loop_new = in;
     pthread_mutex_unlock(&e->mtx);
-    wsock_free(in->s);
-    free(x.hdr);
-    free(x.payload);
+    if (write(e->loop_wake, &one, sizeof(one)) < 0)
+        log_debug("link loop: cannot wake it: %s", strerror(errno));
+    return 0;
+}
+
+/* rx_read reads more of the piece dst[0..len) (r->got of it so far): 1 once it is all there,
+ * 0 when the socket has no more now, -1 when the link failed (why). */
+static int
+rx_read(eng_in *in, uint8_t *dst, uint64_t len, char *why, size_t whylen)
+{
+    eng_rx *r = in->rx;
+    size_t got;
+    int rv;
+
+    if (r->got >= len)
+        return 1;
+    rv = wsock_read_now(in->s, dst + r->got, (size_t)(len - r->got), &got, &r->reads);
+    r->got += got;
+    if (rv != 0) {
+        rpc_why(rv, r->x.peer, NULL, 1, ENGINE_LINK_DEAD_MS, why, whylen);
+        return -1;
+    }
+    return r->got >= len;
+}
+
+/* rx_head acts on a frame whose header is in: a frame without payload is done here; for one
+ * with a payload, where it goes is decided (r->dst) and RX_BODY is next. 0, or -1 (why). */
+static int
+rx_head(engine *e, eng_in *in, char *why, size_t whylen)
+{
+    eng_rx *r = in->rx;
+    frame *f = &r->f;
+    uint8_t *shared = NULL;
+
+    pthread_mutex_lock(&e->mtx);
+    if (e->stopping) {
+        pthread_mutex_unlock(&e->mtx);
+        snprintf(why, whylen, "stopping");
+        return -1;
+    }
+    if (f->type == FRAME_SLICE && r->plen > 0) { /* eager: the slice comes with it; small */
+        pthread_mutex_unlock(&e->mtx);
+        if ((f->payload = malloc(r->plen)) == NULL) {
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
+        f->payload_len = (size_t)r->plen;
+        r->dst = f->payload;
+        r->stage = RX_BODY;
+        return 0;
+    }
+    if (f->type == FRAME_DATA) {
+        r->c = engine_data_target(e, r->p, f, r->plen, &r->addr);
+        shared = r->c != NULL ? shm_get(e, r->c->sess, r->addr, r->plen, &r->m) : NULL;
+        if (r->c == NULL && ++e->late_data > 0)
+            log_debug("dropping %llu bytes of DATA from %s for operation %llu of group \"%s\": "
+                      "its call is gone (%llu dropped so far)",
+                      (unsigned long long)r->plen, r->p->w->name, (unsigned long long)f->id.op,
+                      f->id.group, (unsigned long long)e->late_data);
+        in->landing = r->c;
+        pthread_mutex_unlock(&e->mtx);
+        r->stage = RX_BODY; /* from here, rx_end lets go of the call */
+        if (shared == NULL && r->plen > r->x.cap) {
+            uint8_t *b = realloc(r->x.payload, r->plen);
+            if (b == NULL) {
+                snprintf(why, whylen, "out of memory");
+                return -1;
+            }
+            r->x.payload = b;
+            r->x.cap = r->plen;
+        }
+        r->dst = shared != NULL ? shared : r->x.payload;
+        return 0;
+    }
+    if (f->type != FRAME_HEARTBEAT && f->type != FRAME_HELLO)
+        offer(e, r->p, &r->x, f);
+    pthread_mutex_unlock(&e->mtx);
+    frame_fini(f);
+    r->has_frame = 0;
+    r->stage = RX_PREFIX;
+    return 0;
+}
+
+/* rx_body acts on a frame whose payload is in (rv: 0, or -1 when the link failed under it). */
+static void
+rx_body(engine *e, eng_in *in, int rv)
+{
+    eng_rx *r = in->rx;
+    frame *f = &r->f;
+
+    if (f->type == FRAME_DATA) {
+        int wr = 0;
+        if (rv == 0 && r->c != NULL && r->m == NULL)
+            wr = xfer_write(r->c->sess, r->addr, r->x.payload, (size_t)r->plen);
+        pthread_mutex_lock(&e->mtx);
+        in->landing = NULL;
+        shm_put(e, r->m);
+        if (r->c != NULL)
+            engine_data_landed(e, r->c, f, r->plen, rv != 0 ? -1 : wr);
+        r->c = NULL;
+        r->m = NULL;
+    } else {
+        pthread_mutex_lock(&e->mtx);
+        if (rv == 0 && !e->stopping)
+            offer(e, r->p, &r->x, f);
+    }
+    pthread_mutex_unlock(&e->mtx);
+    frame_fini(f);
+    r->has_frame = 0;
+    r->stage = RX_PREFIX;
+}
+
+/* rx_step reads and acts on what link in has now, RX_FRAMES frames at most, with one system
+ * call (epoll says when there is more: one read that finds nothing costs as much as one that
+ * finds a frame): 0 when it has no more read ahead, 1 when its turn ran out first, -1 when the
+ * link failed (why). */
+static int
+rx_step(engine *e, eng_in *in, char *why, size_t whylen)
+{
+    eng_rx *r = in->rx;
+
+    r->reads = 1;
+    for (int frames = 0; frames < RX_FRAMES;) {
+        int rv;
+        switch (r->stage) {
+        case RX_PREFIX:
+            if ((rv = rx_read(in, r->prefix, FRAME_PREFIX_LEN, why, whylen)) <= 0)
+                return rv;
+            if (frame_prefix_decode(r->prefix, &r->hlen, &r->plen, why, whylen) != 0)
+                return -1;
+            if (r->hlen > r->x.hcap) { /* most headers are tiny; READY grows with the group */
+                uint8_t *b = realloc(r->x.hdr, r->hlen);
+                if (b == NULL) {
+                    snprintf(why, whylen, "out of memory");
+                    return -1;
+                }
+                r->x.hdr = b;
+                r->x.hcap = r->hlen;
+            }
+            r->stage = RX_HEADER;
+            r->got = 0;
+            break;
+        case RX_HEADER:
+            if ((rv = rx_read(in, r->x.hdr, r->hlen, why, whylen)) <= 0)
+                return rv;
+            if (frame_header_decode(&r->f, r->x.hdr, r->hlen, r->plen, why, whylen) != 0)
+                return -1;
+            r->has_frame = 1;
+            r->got = 0;
+            if (rx_head(e, in, why, whylen) != 0)
+                return -1;
+            frames += r->stage == RX_PREFIX;
+            break;
+        default:
+            if ((rv = rx_read(in, r->dst, r->plen, why, whylen)) <= 0)
+                return rv;
+            rx_body(e, in, 0);
+            r->got = 0;
+            frames++;
+            break;
+        }
+    }
+    return 1;
+}
+
+/* rx_end ends a link of the loop's: what it was reading lets go, then receiver_end. */
+static void
+rx_end(engine *e, eng_in *in, const char *why)
+{
+    eng_rx *r = in->rx;
+    eng_receiver x = r->x;
+    eng_peer *p = r->p;
+
+    epoll_ctl(e->loop_fd, EPOLL_CTL_DEL, wsock_fd(in->s), NULL);
+    if (r->has_frame && r->stage == RX_BODY)
+        rx_body(e, in, -1); /* a DATA frame's call lets go; a slice is dropped with the link */
+    else if (r->has_frame)
+        frame_fini(&r->f);
+    in->rx = NULL;
+    free(r);
+    receiver_end(e, in, p, &x, why);
+}
+
+static void *
+loop_thread(void *arg)
+{
+    engine *e = arg;
+    eng_in **own = NULL; /* the links the loop reads */
+    size_t n = 0, cap = 0;
+    int64_t limit_ms = 0; /* offer's, for all of them */
+    char why[300];
+
+    for (;;) {
+        struct epoll_event ev[32];
+        int64_t now = rpc_now_ms(), wait = ENGINE_LINK_DEAD_MS;
+        int k, stop;
+        eng_in *fresh;
+
+        for (size_t i = 0; i < n; i++) {
+            int64_t left = own[i]->rx->last_ms + ENGINE_LINK_DEAD_MS - now;
+            wait = own[i]->rx->hot ? 0 : left < wait ? (left > 0 ? left : 0) : wait;
+        }
+        k = epoll_wait(e->loop_fd, ev, 32, (int)wait);
+        for (int i = 0; i < k; i++) {
+            if (ev[i].data.ptr == NULL) {
+                uint64_t v;
+                if (read(e->loop_wake, &v, sizeof(v)) < 0)
+                    (void)0; /* another read took it */
+            } else {
+                ((eng_in *)ev[i].data.ptr)->rx->hot = 1;
+            }
+        }
+        pthread_mutex_lock(&e->mtx);
+        stop = e->stopping;
+        fresh = e->loop_new;
+        e->loop_new = NULL;
+        pthread_mutex_unlock(&e->mtx);
+        while (fresh != NULL) {
+            eng_in *in = fresh;
+            struct epoll_event one = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = in};
+            fresh = in->loop_next;
+            if (n == cap) {
+                size_t nc = cap != 0 ? 2 * cap : 16;
+                eng_in **b = realloc(own, nc * sizeof(*own));
+                if (b == NULL) {
+                    rx_end(e, in, "out of memory");
+                    continue;
+                }
+                own = b;
+                cap = nc;
+            }
+            if (epoll_ctl(e->loop_fd, EPOLL_CTL_ADD, wsock_fd(in->s), &one) != 0) {
+                snprintf(why, sizeof(why), "cannot poll it: %s", strerror(errno));
+                rx_end(e, in, why);
+                continue;
+            }
+            own[n++] = in;
+        }
+        if (stop)
+            break;
+        /* silence first, as epoll saw the links just now: a link is not silent because the
+         * loop spent time on the others (a resolve in offer) */
+        now = rpc_now_ms();
+        for (size_t i = 0; i < n;) {
+            eng_rx *r = own[i]->rx;
+            if (!r->hot && now - r->last_ms >= ENGINE_LINK_DEAD_MS) {
+                snprintf(why, sizeof(why),
+                         "%s sent nothing for %d s, not even a heartbeat (stopped, overloaded, "
+                         "or its network cut)",
+                         r->x.peer, ENGINE_LINK_DEAD_MS / 1000);
+                rx_end(e, own[i], why);
+                own[i] = own[--n];
+                continue;
+            }
+            i++;
+        }
+        for (size_t i = 0; i < n;) {
+            eng_in *in = own[i];
+            eng_rx *r = in->rx;
+            int rv;
+            if (!r->hot) {
+                i++;
+                continue;
+            }
+            r->last_ms = now; /* epoll said it has something (bytes, or its end) */
+            r->x.limit_ms = &limit_ms;
+            snprintf(why, sizeof(why), "out of memory");
+            rv = rx_step(e, in, why, sizeof(why));
+            r->hot = rv > 0;
+            if (rv < 0) {
+                rx_end(e, in, why);
+                own[i] = own[--n];
+                continue;
+            }
+            i++;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        rx_end(e, own[i], "stopping");
+    free(own);
     return NULL;
 }
 
@@ -860,6 +1227,35 @@ acceptor_thread(void *arg)
     return NULL;
 }
 
+/* loop_start starts the link loop, unless A2A_LINK_LOOP=0 (then each link keeps its thread):
+ * 0, or -1 with errno. */
+static int
+loop_start(engine *e)
+{
+    const char *env = getenv("A2A_LINK_LOOP");
+    struct epoll_event wake = {.events = EPOLLIN, .data.ptr = NULL};
+
+    e->loop_fd = e->loop_wake = -1;
+    e->loop_new = NULL;
+    if (env != NULL && strcmp(env, "0") == 0)
+        return 0;
+    if ((e->loop_fd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+        (e->loop_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        epoll_ctl(e->loop_fd, EPOLL_CTL_ADD, e->loop_wake, &wake) != 0 ||
+        pthread_create(&e->loop, NULL, loop_thread, e) != 0) {
+        int err = errno;
+        if (e->loop_fd >= 0)
+            close(e->loop_fd);
+        if (e->loop_wake >= 0)
+            close(e->loop_wake);
+        e->loop_fd = e->loop_wake = -1;
+        errno = err;
+        return -1;
+    }
+    pthread_setname_np(e->loop, "a2a-links");
+    return 0;
+}
+
 int
 link_start(engine *e, char *err, size_t errlen)
 {
@@ -872,6 +1268,12 @@ link_start(engine *e, char *err, size_t errlen)
         return -1;
     }
     snprintf(e->data_url, sizeof(e->data_url), "%s", url);
+    if (loop_start(e) != 0) {
+        snprintf(err, errlen, "cannot start the link loop: %s", strerror(errno));
+        wsock_listener_free(e->listener);
+        e->listener = NULL;
+        return -1;
+    }
     if (port > 0 && colon != NULL)
         snprintf(e->data_url, sizeof(e->data_url), "%.*s:%d", (int)(colon - url), url, port);
     if (pthread_create(&e->acceptor, NULL, acceptor_thread, e) != 0) {
@@ -932,11 +1334,22 @@ link_stop(engine *e)
         if (!in->done)
             wsock_close(in->s);
     pthread_mutex_unlock(&e->mtx);
+    if (e->loop_fd >= 0) { /* it ends its links and stops */
+        uint64_t one = 1;
+        if (write(e->loop_wake, &one, sizeof(one)) < 0)
+            log_warn("link loop: cannot wake it: %s", strerror(errno));
+    }
     wsock_listener_close(e->listener);
     pthread_join(e->acceptor, NULL);
     for (size_t i = 0; i < e->npeers; i++)
         if (e->peers[i].started)
             pthread_join(e->peers[i].sender, NULL);
+    if (e->loop_fd >= 0) {
+        pthread_join(e->loop, NULL);
+        close(e->loop_fd);
+        close(e->loop_wake);
+        e->loop_fd = e->loop_wake = -1;
+    }
     pthread_mutex_lock(&e->mtx);
     for (size_t i = 0; i < e->npeers; i++)
         drop_queue(&e->peers[i]);

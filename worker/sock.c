@@ -465,6 +465,57 @@ wsock_buffer(wsock *s, size_t cap)
 }
 
 int
+wsock_read_now(wsock *s, uint8_t *dst, size_t len, size_t *got, int *reads)
+{
+    *got = 0;
+    if (s->fd < 0 || s->rbuf == NULL)
+        return NNG_ENOTSUP;
+    while (*got < len) {
+        size_t need = len - *got;
+        ssize_t r;
+        if (s->rpos < s->rend) {
+            size_t k = s->rend - s->rpos < need ? s->rend - s->rpos : need;
+            memcpy(dst + *got, s->rbuf + s->rpos, k);
+            s->rpos += k;
+            *got += k;
+            continue;
+        }
+        if (*reads <= 0)
+            return 0;
+        --*reads;
+        if (need >= s->rcap)
+            r = recv(s->fd, dst + *got, need, MSG_DONTWAIT);
+        else
+            r = recv(s->fd, s->rbuf, s->rcap, MSG_DONTWAIT);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r == 0 ? NNG_ECLOSED : sys_err(errno);
+        if (need >= s->rcap) {
+            *got += (size_t)r;
+        } else {
+            s->rpos = 0;
+            s->rend = (size_t)r;
+        }
+    }
+    return 0;
+}
+
+int
+wsock_fd(const wsock *s)
+{
+    return s->rbuf != NULL ? s->fd : -1;
+}
+
+int
+wsock_buffered(const wsock *s)
+{
+    return s->rpos < s->rend;
+}
+
+int
 wsock_send_now(wsock *s, const uint8_t *buf, size_t len, size_t *sent)
 {
     *sent = 0;

@@ -51,6 +51,21 @@ int wsock_io(wsock *s, nng_iov *iov, unsigned n, int recv, int timeout_ms);
 int wsock_buffer(wsock *s, size_t cap);
 
 /*
+ * wsock_read_now reads what of dst[0..len) is there now, without waiting, read ahead first:
+ * *got bytes (fewer than len, maybe 0, when no more has come yet, or when it would take more
+ * than *reads system calls; *reads counts down). 0, or an error (NNG_ECLOSED once the peer
+ * closed; NNG_ENOTSUP unless s reads ahead: wsock_buffer).
+ */
+int wsock_read_now(wsock *s, uint8_t *dst, size_t len, size_t *got, int *reads);
+
+/* wsock_fd: the socket of a tcp:// link that reads ahead, for poll and epoll; else -1. */
+int wsock_fd(const wsock *s);
+
+/* wsock_buffered: whether bytes read ahead are waiting to be taken (the socket may then look
+ * idle to poll although a frame is there). */
+int wsock_buffered(const wsock *s);
+
+/*
  * wsock_send_now sends what of buf[0..len) the socket takes without waiting (*sent bytes:
  * fewer than len when its buffer is full); 0, an error, or NNG_ENOTSUP for a stream that
  * cannot (TLS: send with wsock_io).

@@ -25,6 +25,15 @@
  *       the worker reads them: for groups that do not exist ("flood-I"), and
  *       with GROUP, every other one for GROUP at epochs above EPOCH (the
  *       future); then heartbeats for HOLD_S seconds and closes.
+ *   stall NAME PEER_DATA_URL SECONDS
+ *       says HELLO, then writes a READY frame (a group name of 120 bytes): its
+ *       prefix and 8 bytes of its header at once, then one byte every 300 ms
+ *       for SECONDS, and stops one byte short of its end
+ *       (sooner if SECONDS would reach it): prints "stopped mid-frame", then
+ *       waits 15 s at most for the worker to close the link, which it must
+ *       once the link has been silent for its dead-link time (3 s). Exit 0
+ *       when it closed it, 1 when not. Test_link_loop.sh makes calls between
+ *       two other workers meanwhile.
  *   hello NAME PEER_DATA_URL VERSION
  *       says HELLO in link protocol VERSION (1: without the version field, as
  *       workers before PROBE and ALIVE did), then heartbeats for 2 s: exit 0
@@ -740,6 +749,54 @@ mode_hello(const char *name, const char *peer, uint32_t version)
     return 1;
 }
 
+/* ---- stall: a frame begun, trickled and never finished ---- */
+
+static int
+mode_stall(const char *name, const char *peer, int64_t seconds)
+{
+    frame f = {.type = FRAME_READY};
+    msgpack_sbuffer sb;
+    conn c;
+    size_t sent = 0;
+    int64_t end, last;
+    uint8_t b;
+    int rv;
+
+    memset(f.id.group, 'x', 120);
+    f.id.epoch = 1;
+    if (connect_peer(&c, peer, name) != 0 || encode(&sb, &f, 0) != 0)
+        return 1;
+    /* its prefix and the start of its header at once: the worker reads the header from now */
+    if ((rv = conn_io(&c, sb.data, FRAME_PREFIX_LEN + 8, 0, 5000)) != 0) {
+        say("cannot send: %s", nng_strerror(rv));
+        return 1;
+    }
+    sent = FRAME_PREFIX_LEN + 8;
+    say("sent %zu bytes of a READY frame of %zu; the rest one byte every 300 ms", sent, sb.size);
+    end = now_ms() + seconds * 1000;
+    last = now_ms();
+    while (now_ms() < end && sent + 1 < sb.size) {
+        if ((rv = conn_io(&c, sb.data + sent, 1, 0, 5000)) != 0) {
+            say("the worker closed the link while we trickled (%zu bytes sent): %s", sent,
+                nng_strerror(rv));
+            return 1;
+        }
+        sent++;
+        last = now_ms();
+        nng_msleep(300);
+    }
+    say("stopped mid-frame: %zu of its %zu bytes sent", sent, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    rv = conn_io(&c, &b, 1, 1, 15000);
+    if (rv == NNG_ETIMEDOUT) {
+        say("the worker kept the silent link for 15 s");
+        return 1;
+    }
+    say("the worker closed the link %lld ms after our last byte (%s)",
+        (long long)(now_ms() - last), rv == 0 ? "it sent a byte" : nng_strerror(rv));
+    return rv == 0;
+}
+
 static int
 usage(void)
 {
@@ -747,6 +804,7 @@ usage(void)
                     "       fakepeer flood NAME OWN_DATA_URL PEER_DATA_URL FRAMES PAIRS HOLD_S "
                     "[GROUP EPOCH]\n"
                     "       fakepeer hello NAME PEER_DATA_URL VERSION\n"
+                    "       fakepeer stall NAME PEER_DATA_URL SECONDS\n"
                     "       fakepeer misplace NAME OWN_DATA_URL PEER_DATA_URL past|over COUNT\n"
                     "       fakepeer late NAME OWN_DATA_URL PEER_DATA_URL DELAY_MS\n");
     return 2;
@@ -770,6 +828,8 @@ main(int argc, char **argv)
         rc = mode_misplace(argv[2], argv[3], argv[4], argv[5], atoll(argv[6]));
     else if (strcmp(mode, "late") == 0 && argc == 6 && atoll(argv[5]) >= 0)
         rc = mode_late(argv[2], argv[3], argv[4], atoll(argv[5]));
+    else if (strcmp(mode, "stall") == 0 && argc == 5 && atoll(argv[4]) > 0)
+        rc = mode_stall(argv[2], argv[3], atoll(argv[4]));
     else if (strcmp(mode, "hello") == 0 && argc == 5 && atoll(argv[4]) > 0)
         rc = mode_hello(argv[2], argv[3], (uint32_t)atoll(argv[4]));
     else

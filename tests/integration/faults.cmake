@@ -5,6 +5,7 @@
 #   integration.trickle       a fake peer trickling a slice past the deadline
 #   integration.flood         a fake peer flooding READY frames of unknown groups
 #   integration.misplace      a fake peer placing its slice for a discoverer out of place
+#   integration.link_loop     a fake peer's link stopping mid-frame while other workers exchange
 # seqcheck is the job (every element encodes sender, receiver and call
 # index), fakepeer the misbehaving peer worker. Included from
 # tests/integration/CMakeLists.txt. Label "faults" as well as "integration": about 6 min
@@ -83,8 +84,9 @@ set_tests_properties(integration.keep_awake PROPERTIES TIMEOUT 120 LABELS integr
 
 # a fake peer worker (fakepeer) that trickles a slice past the deadline, one that floods, and
 # one that streams its slice to a discovering rank at the wrong place, and one whose slice comes
-# just after the deadline of a call that every member joined (test_flight_grace.sh)
-foreach(t trickle flood misplace flight_grace)
+# just after the deadline of a call that every member joined (test_flight_grace.sh), and one whose
+# link stops in the middle of a frame while two other workers exchange (test_link_loop.sh)
+foreach(t trickle flood misplace flight_grace link_loop)
   add_test(NAME integration.${t}
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_${t}.sh
             $<TARGET_FILE:a2a-coordinator> $<TARGET_FILE:a2a-worker> $<TARGET_FILE:seqcheck>
