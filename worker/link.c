@@ -826,7 +826,26 @@ typedef struct eng_rx {
     eng_map *m;      /* DATA: the shared buffer dst is in, or NULL */
     int64_t last_ms; /* when bytes last came */
     int reads;       /* system calls rx_step may still make in this turn */
+    int lowat;       /* the socket's SO_RCVLOWAT: 0 (1, the default), or while a payload comes */
+    long queued;     /* what it held when the loop last looked at its silence (lowat only) */
 } eng_rx;
+
+/* RX_LOWAT: while a large payload comes, epoll wakes the loop once this much more of it is there
+ * (or all of it), not at every segment: one wake-up and one recv for 256 KiB instead of several
+ * (64 MiB a rank at 2x2: 6 % slower without it than a thread per link, whose recv(MSG_WAITALL)
+ * waited in the kernel for the whole chunk) */
+#define RX_LOWAT (256 << 10)
+
+/* rx_lowat sets link in's SO_RCVLOWAT to bytes when it is not so already (0: the default). */
+static void
+rx_lowat(eng_in *in, int bytes)
+{
+    eng_rx *r = in->rx;
+    if (r->lowat == bytes || wsock_set_lowat(in->s, bytes > 0 ? bytes : 1) != 0)
+        return;
+    r->lowat = bytes;
+    r->queued = bytes != 0 ? wsock_queued(in->s) : -1;
+}
 
 /* loop_take hands in (past its handshake, p its peer) to the link loop, with x; 0, or -1 when
  * the loop cannot take it (none, not tcp://, stopping, out of memory): its thread reads it. */
@@ -852,9 +871,9 @@ loop_take(engine *e, eng_in *in, eng_peer *p, eng_receiver *x)
     in->rx = r;
     in->loop_next = e->loop_new;
     e->loop_new = in;
-    pthread_mutex_unlock(&e->mtx);
-    if (write(e->loop_wake, &one, sizeof(one)) < 0)
+    if (write(e->loop_wake, &one, sizeof(one)) < 0) /* EAGAIN: it is awake already */
         log_debug("link loop: cannot wake it: %s", strerror(errno));
+    pthread_mutex_unlock(&e->mtx);
     return 0;
 }
 
@@ -1007,8 +1026,14 @@ rx_step(engine *e, eng_in *in, char *why, size_t whylen)
             frames += r->stage == RX_PREFIX;
             break;
         default:
-            if ((rv = rx_read(in, r->dst, r->plen, why, whylen)) <= 0)
+            if ((rv = rx_read(in, r->dst, r->plen, why, whylen)) < 0)
                 return rv;
+            if (rv == 0) { /* more to come: wake when a good part of it is there */
+                uint64_t left = r->plen - r->got;
+                rx_lowat(in, left > 1 && left < RX_LOWAT ? (int)left : left > 1 ? RX_LOWAT : 0);
+                return 0;
+            }
+            rx_lowat(in, 0);
             rx_body(e, in, 0);
             r->got = 0;
             frames++;
@@ -1098,6 +1123,12 @@ loop_thread(void *arg)
         now = rpc_now_ms();
         for (size_t i = 0; i < n;) {
             eng_rx *r = own[i]->rx;
+            long q;
+            if (!r->hot && now - r->last_ms >= ENGINE_LINK_DEAD_MS && r->lowat != 0 &&
+                (q = wsock_queued(own[i]->s)) != r->queued) {
+                r->queued = q; /* bytes came, fewer than SO_RCVLOWAT: not silent */
+                r->last_ms = now;
+            }
             if (!r->hot && now - r->last_ms >= ENGINE_LINK_DEAD_MS) {
                 snprintf(why, sizeof(why),
                          "%s sent nothing for %d s, not even a heartbeat (stopped, overloaded, "
@@ -1344,12 +1375,8 @@ link_stop(engine *e)
     for (size_t i = 0; i < e->npeers; i++)
         if (e->peers[i].started)
             pthread_join(e->peers[i].sender, NULL);
-    if (e->loop_fd >= 0) {
+    if (e->loop_fd >= 0) /* its descriptors stay until the handshake threads are joined */
         pthread_join(e->loop, NULL);
-        close(e->loop_fd);
-        close(e->loop_wake);
-        e->loop_fd = e->loop_wake = -1;
-    }
     pthread_mutex_lock(&e->mtx);
     for (size_t i = 0; i < e->npeers; i++)
         drop_queue(&e->peers[i]);
@@ -1362,6 +1389,11 @@ link_stop(engine *e)
         free(in);
     }
     pthread_mutex_unlock(&e->mtx);
+    if (e->loop_fd >= 0) {
+        close(e->loop_fd);
+        close(e->loop_wake);
+        e->loop_fd = e->loop_wake = -1;
+    }
     wsock_listener_free(e->listener);
     e->listener = NULL;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <sys/time.h>
@@ -501,6 +502,19 @@ wsock_read_now(wsock *s, uint8_t *dst, size_t len, size_t *got, int *reads)
         }
     }
     return 0;
+}
+
+int
+wsock_set_lowat(wsock *s, int bytes)
+{
+    return setsockopt(s->fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof(bytes));
+}
+
+long
+wsock_queued(const wsock *s)
+{
+    int n = 0;
+    return s->fd >= 0 && ioctl(s->fd, FIONREAD, &n) == 0 ? n : -1;
 }
 
 int

@@ -58,6 +58,13 @@ int wsock_buffer(wsock *s, size_t cap);
  */
 int wsock_read_now(wsock *s, uint8_t *dst, size_t len, size_t *got, int *reads);
 
+/* wsock_set_lowat: poll and epoll say the socket of a tcp:// link is readable once bytes bytes
+ * have come (SO_RCVLOWAT; its end and errors at once); 0, or -1 with errno. */
+int wsock_set_lowat(wsock *s, int bytes);
+
+/* wsock_queued: the bytes the socket holds, not read yet (FIONREAD), or -1. */
+long wsock_queued(const wsock *s);
+
 /* wsock_fd: the socket of a tcp:// link that reads ahead, for poll and epoll; else -1. */
 int wsock_fd(const wsock *s);
 
