@@ -169,12 +169,12 @@ struct engine {
     /* incoming links: a thread each for its handshake; then the link loop (link.c) reads the
      * tcp:// ones, all in one thread, and a link of another scheme keeps its thread */
     struct eng_in *ins;
-    int loop_fd;              /* the loop's epoll, or -1: no loop (A2A_LINK_LOOP=0) */
-    int loop_wake;            /* its eventfd: a link handed over, or stopping */
+    int loop_fd;   /* the loop's epoll, or -1: no loop (A2A_LINK_LOOP=0) */
+    int loop_wake; /* its eventfd: a link handed over, or stopping */
     pthread_t loop;
-    struct eng_in *loop_new;  /* links handed to the loop, not taken yet */
-    eng_map *maps;         /* shared job memory */
-    pthread_cond_t map_cv; /* a map's refs dropped */
+    struct eng_in *loop_new; /* links handed to the loop, not taken yet */
+    eng_map *maps;           /* shared job memory */
+    pthread_cond_t map_cv;   /* a map's refs dropped */
     /* watch.c: the coordinator's epochs, polled */
     pthread_t watcher;
     int watching, watch_stop;

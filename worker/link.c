@@ -691,8 +691,7 @@ offer(engine *e, eng_peer *p, eng_receiver *x, frame *f)
     int64_t now = rpc_now_ms();
     int may = !(x->tried_epoch == f->id.epoch && strcmp(x->tried, f->id.group) == 0) &&
               (x->resolved_ms == 0 || now - x->resolved_ms >= ENGINE_RESOLVE_MS) &&
-              (x->limit_ms == NULL || *x->limit_ms == 0 ||
-               now - *x->limit_ms >= ENGINE_RESOLVE_MS);
+              (x->limit_ms == NULL || *x->limit_ms == 0 || now - *x->limit_ms >= ENGINE_RESOLVE_MS);
 
     if (engine_frame_try(e, p, f, may) == 0)
         return;
@@ -812,8 +811,8 @@ enum { RX_PREFIX, RX_HEADER, RX_BODY };
 typedef struct eng_rx {
     eng_receiver x;
     eng_peer *p;
-    int stage; /* RX_*: what is being read */
-    int hot;   /* may have more to read now (epoll said so, or its turn ran out) */
+    int stage;     /* RX_*: what is being read */
+    int hot;       /* may have more to read now (epoll said so, or its turn ran out) */
     int has_frame; /* f is decoded and not finished */
     uint8_t prefix[FRAME_PREFIX_LEN];
     uint32_t hlen;

@@ -792,8 +792,8 @@ mode_stall(const char *name, const char *peer, int64_t seconds)
         say("the worker kept the silent link for 15 s");
         return 1;
     }
-    say("the worker closed the link %lld ms after our last byte (%s)",
-        (long long)(now_ms() - last), rv == 0 ? "it sent a byte" : nng_strerror(rv));
+    say("the worker closed the link %lld ms after our last byte (%s)", (long long)(now_ms() - last),
+        rv == 0 ? "it sent a byte" : nng_strerror(rv));
     return rv == 0;
 }
 

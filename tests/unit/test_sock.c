@@ -2,10 +2,12 @@
  * test_sock.c - worker/sock.c's read-ahead (wsock_buffer) over real loopback TCP sockets:
  * every byte in order whatever the sizes of the writes and the reads, pieces larger than the
  * buffer read straight after what was read ahead, timeouts, deadlines, the peer closing, and
- * wsock_close from another thread waking a read.
+ * wsock_close from another thread waking a read; and wsock_read_now as the link loop drives it
+ * (poll, then what is there, a budget of system calls a turn, pieces cut anywhere).
  */
 #include "cu_main.h"
 #include <CUnit/Basic.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -280,6 +282,135 @@ test_close_wakes(void)
     wsock_free(rx);
 }
 
+/* read_now_in_order: the link loop's way: wait until poll says readable (or bytes are read
+ * ahead), then take what is there of pieces of random sizes with a budget of one recv a turn;
+ * every byte in order, no piece ever claimed longer than asked, and then the end */
+static void
+read_now_in_order(uint64_t seed)
+{
+    wsock *tx = NULL, *rx = NULL;
+    writer w;
+    pthread_t t;
+    uint64_t off = 0, total = 6u << 20, bad = 0, partial = 0;
+    uint8_t *buf = malloc(200000);
+    size_t want = 0, got = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+    pair(&tx, &rx, CAP);
+    CU_ASSERT_FATAL(wsock_fd(rx) >= 0);
+    w = (writer){tx, total, seed};
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, writer_main, &w), 0);
+    while (off < total) {
+        size_t n = 0;
+        int reads = 1, rv;
+        if (want == 0) { /* a new piece: a prefix, a header, a payload below or above CAP */
+            uint64_t q = rnd(&seed);
+            want = q % 3 == 0 ? 16 : q % 3 == 1 ? 1 + (q >> 8) % CAP : 1 + (q >> 8) % 200000;
+            if (want > total - off)
+                want = total - off;
+            got = 0;
+            memset(buf, 0xEE, want);
+        }
+        if (!wsock_buffered(rx)) {
+            struct pollfd p = {.fd = wsock_fd(rx), .events = POLLIN};
+            CU_ASSERT_EQUAL_FATAL(poll(&p, 1, 5000), 1);
+        }
+        rv = wsock_read_now(rx, buf + got, want - got, &n, &reads);
+        CU_ASSERT_EQUAL_FATAL(rv, 0);
+        CU_ASSERT_FATAL(got + n <= want);
+        CU_ASSERT(reads >= 0);
+        got += n;
+        if (got < want) {
+            partial++;
+            continue;
+        }
+        for (size_t i = 0; i < want; i++)
+            bad += buf[i] != pattern(off + i);
+        off += want;
+        want = 0;
+    }
+    CU_ASSERT_EQUAL(off, total);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(partial > 0); /* pieces were cut: the test saw what it is about */
+    pthread_join(t, NULL);
+    wsock_free(tx);
+    {
+        size_t n = 1;
+        int reads = 4;
+        uint8_t b;
+        struct pollfd p = {.fd = wsock_fd(rx), .events = POLLIN};
+        CU_ASSERT_EQUAL(poll(&p, 1, 5000), 1);
+        CU_ASSERT_EQUAL(wsock_read_now(rx, &b, 1, &n, &reads), NNG_ECLOSED);
+        CU_ASSERT_EQUAL(n, 0);
+    }
+    wsock_free(rx);
+    free(buf);
+}
+
+static void
+test_read_now_in_order(void)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++)
+        read_now_in_order(seed * 0x2545F4914F6CDD1Dull);
+}
+
+/* nothing there: 0 bytes and no error; the budget is kept to; no read-ahead: not supported */
+static void
+test_read_now_edges(void)
+{
+    wsock *tx = NULL, *rx = NULL, *tx2 = NULL, *plain = NULL;
+    uint8_t out[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, got[10];
+    nng_iov iov = {out, sizeof(out)};
+    size_t n = 99;
+    int reads = 1;
+
+    pair(&tx, &rx, CAP);
+    CU_ASSERT_EQUAL(wsock_read_now(rx, got, 10, &n, &reads), 0); /* nothing came yet */
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(reads, 0); /* the one recv was made, and found nothing */
+    CU_ASSERT_EQUAL(wsock_io(tx, &iov, 1, 0, 1000), 0);
+    usleep(50 * 1000);
+    reads = 0;
+    CU_ASSERT_EQUAL(wsock_read_now(rx, got, 10, &n, &reads), 0); /* no budget: no recv */
+    CU_ASSERT_EQUAL(n, 0);
+    reads = 1;
+    CU_ASSERT_EQUAL(wsock_read_now(rx, got, 4, &n, &reads), 0); /* one recv takes all ten */
+    CU_ASSERT_EQUAL(n, 4);
+    CU_ASSERT(wsock_buffered(rx));
+    reads = 0;
+    CU_ASSERT_EQUAL(wsock_read_now(rx, got + 4, 6, &n, &reads), 0); /* read ahead: no recv */
+    CU_ASSERT_EQUAL(n, 6);
+    CU_ASSERT_EQUAL(memcmp(got, out, 10), 0);
+    CU_ASSERT(!wsock_buffered(rx));
+    /* SO_RCVLOWAT: poll waits for that many bytes; FIONREAD counts what is there */
+    CU_ASSERT_EQUAL(wsock_set_lowat(rx, 8), 0);
+    iov = (nng_iov){out, 5};
+    CU_ASSERT_EQUAL(wsock_io(tx, &iov, 1, 0, 1000), 0);
+    usleep(50 * 1000);
+    {
+        struct pollfd p = {.fd = wsock_fd(rx), .events = POLLIN};
+        CU_ASSERT_EQUAL(poll(&p, 1, 100), 0); /* 5 < 8 */
+        CU_ASSERT_EQUAL(wsock_queued(rx), 5);
+        iov = (nng_iov){out + 5, 5};
+        CU_ASSERT_EQUAL(wsock_io(tx, &iov, 1, 0, 1000), 0);
+        CU_ASSERT_EQUAL(poll(&p, 1, 2000), 1);
+    }
+    CU_ASSERT_EQUAL(wsock_set_lowat(rx, 1), 0);
+    reads = 1;
+    CU_ASSERT_EQUAL(wsock_read_now(rx, got, 10, &n, &reads), 0);
+    CU_ASSERT_EQUAL(n, 10);
+    CU_ASSERT_EQUAL(memcmp(got, out, 10), 0);
+    /* a link without read-ahead (or not tcp://) is not for the loop */
+    pair(&tx2, &plain, 0);
+    CU_ASSERT_EQUAL(wsock_fd(plain), -1);
+    reads = 1;
+    CU_ASSERT_EQUAL(wsock_read_now(plain, got, 1, &n, &reads), NNG_ENOTSUP);
+    wsock_free(tx);
+    wsock_free(rx);
+    wsock_free(tx2);
+    wsock_free(plain);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -289,6 +420,8 @@ main(int argc, char **argv)
         {"read-ahead timeout and deadline", test_timeout_and_deadline},
         {"read-ahead peer closes", test_peer_closes},
         {"read-ahead close wakes", test_close_wakes},
+        {"read now, in order", test_read_now_in_order},
+        {"read now, edges", test_read_now_edges},
     };
     return cu_main("sock", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }
