@@ -193,6 +193,34 @@ EOF
     [ $# -eq 0 ] || printf '%s\n' "$@" >>"$cfg"
 }
 
+# fake_trio_config RANKS AB: writes $cfg for real workers node-a and node-b of RANKS ranks each
+# (ports 1-4, their sockets in $dir) and node-f of one rank (ports 5 and 6), which runs no
+# a2a-worker (a fakepeer plays it), with group ab of the world ranks AB ("0, 2").
+fake_trio_config() {
+    cat >"$cfg" <<EOF
+coordinator:
+  url: tcp://127.0.0.1:${ports[0]}
+workers:
+  - name: node-a
+    url: tcp://127.0.0.1:${ports[1]}
+    data_url: tcp://127.0.0.1:${ports[2]}
+    socket: $dir/node-a.sock
+    ranks: $1
+  - name: node-b
+    url: tcp://127.0.0.1:${ports[3]}
+    data_url: tcp://127.0.0.1:${ports[4]}
+    socket: $dir/node-b.sock
+    ranks: $1
+  - name: node-f
+    url: tcp://127.0.0.1:${ports[5]}
+    data_url: tcp://127.0.0.1:${ports[6]}
+    ranks: 1
+groups:
+  - name: ab
+    ranks: [$2]
+EOF
+}
+
 # fake_connected PID LOG LABEL: waits up to 5 s for the fakepeer PID to say in LOG that it
 # connected to the real worker; fails the test (naming LABEL, with LOG) when it does not.
 fake_connected() {

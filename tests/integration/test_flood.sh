@@ -55,28 +55,7 @@ trap 'exit 130' INT TERM
 export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
 
 write_config() {
-    cat >"$cfg" <<EOF
-coordinator:
-  url: tcp://127.0.0.1:${ports[0]}
-workers:
-  - name: node-a
-    url: tcp://127.0.0.1:${ports[1]}
-    data_url: tcp://127.0.0.1:${ports[2]}
-    socket: $dir/node-a.sock
-    ranks: 2
-  - name: node-b
-    url: tcp://127.0.0.1:${ports[3]}
-    data_url: tcp://127.0.0.1:${ports[4]}
-    socket: $dir/node-b.sock
-    ranks: 2
-  - name: node-f
-    url: tcp://127.0.0.1:${ports[5]}
-    data_url: tcp://127.0.0.1:${ports[6]}
-    ranks: 1
-groups:
-  - name: ab
-    ranks: [0, 2]
-EOF
+    fake_trio_config 2 "0, 2"
     for g in 0 1 2 3 4 5 6 7; do
         printf '  - name: g%d\n    ranks: [1, 3]\n' "$g" >>"$cfg"
     done

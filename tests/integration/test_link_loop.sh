@@ -33,28 +33,7 @@ trap 'exit 130' INT TERM
 export A2A_LOG_LEVEL=${A2A_LOG_LEVEL:-info}
 
 write_config() {
-    cat >"$cfg" <<EOF
-coordinator:
-  url: tcp://127.0.0.1:${ports[0]}
-workers:
-  - name: node-a
-    url: tcp://127.0.0.1:${ports[1]}
-    data_url: tcp://127.0.0.1:${ports[2]}
-    socket: $dir/node-a.sock
-    ranks: 1
-  - name: node-b
-    url: tcp://127.0.0.1:${ports[3]}
-    data_url: tcp://127.0.0.1:${ports[4]}
-    socket: $dir/node-b.sock
-    ranks: 1
-  - name: node-f
-    url: tcp://127.0.0.1:${ports[5]}
-    data_url: tcp://127.0.0.1:${ports[6]}
-    ranks: 1
-groups:
-  - name: ab
-    ranks: [0, 1]
-EOF
+    fake_trio_config 1 "0, 1"
 }
 
 start_cluster 7 node-a node-b
