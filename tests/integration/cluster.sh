@@ -27,6 +27,14 @@ pick_ports() {
     done
 }
 
+# yaml_worker NAME URL_PORT DATA_PORT RANKS [SOCKET]: one worker's lines in a YAML's workers list
+# (on 127.0.0.1; a local socket when SOCKET is given)
+yaml_worker() {
+    printf '  - name: %s\n    url: tcp://127.0.0.1:%s\n    data_url: tcp://127.0.0.1:%s\n' "$1" "$2" "$3"
+    [ -z "${5:-}" ] || printf '    socket: %s\n' "$5"
+    printf '    ranks: %s\n' "$4"
+}
+
 # two_workers RANKS [GROUP]: writes $cfg: the coordinator and workers w0 and w1 of RANKS ranks
 # each on ${ports[0..4]}, sockets in $dir, and, given GROUP, a group of that name of every world
 # rank (the YAML most fault tests start from: their write_config calls it).
@@ -37,11 +45,7 @@ two_workers() {
         echo "  url: tcp://127.0.0.1:${ports[0]}"
         echo "workers:"
         for w in 0 1; do
-            echo "  - name: w$w"
-            echo "    url: tcp://127.0.0.1:${ports[1 + 2 * w]}"
-            echo "    data_url: tcp://127.0.0.1:${ports[2 + 2 * w]}"
-            echo "    socket: $dir/w$w.sock"
-            echo "    ranks: $1"
+            yaml_worker "w$w" "${ports[1 + 2 * w]}" "${ports[2 + 2 * w]}" "$1" "$dir/w$w.sock"
         done
         if [ -n "${2:-}" ]; then
             echo "groups:"
@@ -173,23 +177,12 @@ rss_kib() {
 # its socket in $dir) and node-f (world rank 1, ports 3 and 4), which runs no a2a-worker (a
 # fakepeer plays it), with group tf = [0, 1] and the YAML lines given after it (more groups).
 fake_peer_config() {
-    cat >"$cfg" <<EOF
-coordinator:
-  url: tcp://127.0.0.1:${ports[0]}
-workers:
-  - name: node-a
-    url: tcp://127.0.0.1:${ports[1]}
-    data_url: tcp://127.0.0.1:${ports[2]}
-    socket: $dir/node-a.sock
-    ranks: 1
-  - name: node-f
-    url: tcp://127.0.0.1:${ports[3]}
-    data_url: tcp://127.0.0.1:${ports[4]}
-    ranks: 1
-groups:
-  - name: tf
-    ranks: [0, 1]
-EOF
+    {
+        printf 'coordinator:\n  url: tcp://127.0.0.1:%s\nworkers:\n' "${ports[0]}"
+        yaml_worker node-a "${ports[1]}" "${ports[2]}" 1 "$dir/node-a.sock"
+        yaml_worker node-f "${ports[3]}" "${ports[4]}" 1
+        printf 'groups:\n  - name: tf\n    ranks: [0, 1]\n'
+    } >"$cfg"
     [ $# -eq 0 ] || printf '%s\n' "$@" >>"$cfg"
 }
 
@@ -197,28 +190,13 @@ EOF
 # (ports 1-4, their sockets in $dir) and node-f of one rank (ports 5 and 6), which runs no
 # a2a-worker (a fakepeer plays it), with group ab of the world ranks AB ("0, 2").
 fake_trio_config() {
-    cat >"$cfg" <<EOF
-coordinator:
-  url: tcp://127.0.0.1:${ports[0]}
-workers:
-  - name: node-a
-    url: tcp://127.0.0.1:${ports[1]}
-    data_url: tcp://127.0.0.1:${ports[2]}
-    socket: $dir/node-a.sock
-    ranks: $1
-  - name: node-b
-    url: tcp://127.0.0.1:${ports[3]}
-    data_url: tcp://127.0.0.1:${ports[4]}
-    socket: $dir/node-b.sock
-    ranks: $1
-  - name: node-f
-    url: tcp://127.0.0.1:${ports[5]}
-    data_url: tcp://127.0.0.1:${ports[6]}
-    ranks: 1
-groups:
-  - name: ab
-    ranks: [$2]
-EOF
+    {
+        printf 'coordinator:\n  url: tcp://127.0.0.1:%s\nworkers:\n' "${ports[0]}"
+        yaml_worker node-a "${ports[1]}" "${ports[2]}" "$1" "$dir/node-a.sock"
+        yaml_worker node-b "${ports[3]}" "${ports[4]}" "$1" "$dir/node-b.sock"
+        yaml_worker node-f "${ports[5]}" "${ports[6]}" 1
+        printf 'groups:\n  - name: ab\n    ranks: [%s]\n' "$2"
+    } >"$cfg"
 }
 
 # fake_connected PID LOG LABEL: waits up to 5 s for the fakepeer PID to say in LOG that it
