@@ -200,6 +200,23 @@ typedef struct {
     int64_t *limit_ms;   /* the link loop's: when its last resolve ended, shared by its links */
 } eng_receiver;
 
+/* grow makes *buf (of *cap bytes) hold at least n: 0, or -1 with why (out of memory). */
+static int
+grow(uint8_t **buf, size_t *cap, uint64_t n, char *why, size_t whylen)
+{
+    uint8_t *b;
+
+    if (n <= *cap)
+        return 0;
+    if ((b = realloc(*buf, n)) == NULL) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    *buf = b;
+    *cap = n;
+    return 0;
+}
+
 /* read_payload reads len payload bytes into dst, or into x->payload when dst is NULL. */
 static int
 read_payload(wsock *s, eng_receiver *x, uint8_t *dst, uint64_t len, int timeout_ms, char *why,
@@ -208,15 +225,8 @@ read_payload(wsock *s, eng_receiver *x, uint8_t *dst, uint64_t len, int timeout_
     nng_iov iov;
     int rv;
 
-    if (dst == NULL && len > x->cap) {
-        uint8_t *b = realloc(x->payload, len);
-        if (b == NULL) {
-            snprintf(why, whylen, "out of memory");
-            return -1;
-        }
-        x->payload = b;
-        x->cap = len;
-    }
+    if (dst == NULL && grow(&x->payload, &x->cap, len, why, whylen) != 0)
+        return -1;
     iov = (nng_iov){dst != NULL ? dst : x->payload, len};
     if (len > 0 && (rv = wsock_io(s, &iov, 1, 1, timeout_ms)) != 0) {
         rpc_why(rv, x->peer, NULL, 1, timeout_ms, why, whylen);
@@ -250,15 +260,8 @@ read_head(wsock *s, eng_receiver *x, frame *f, uint64_t *plen, int timeout_ms, c
     }
     if (frame_prefix_decode(prefix, &hlen, plen, why, whylen) != 0)
         return -1;
-    if (hlen > x->hcap) { /* most headers are tiny; READY grows with the group */
-        uint8_t *b = realloc(x->hdr, hlen);
-        if (b == NULL) {
-            snprintf(why, whylen, "out of memory");
-            return -1;
-        }
-        x->hdr = b;
-        x->hcap = hlen;
-    }
+    if (grow(&x->hdr, &x->hcap, hlen, why, whylen) != 0) /* READY grows with the group */
+        return -1;
     iov = (nng_iov){x->hdr, hlen};
     if ((rv = wsock_io(s, &iov, 1, 1, timeout_ms)) != 0) {
         rpc_why(rv, x->peer, NULL, 1, timeout_ms, why, whylen);
@@ -640,6 +643,48 @@ receiver_hello(engine *e, eng_in *in, char *why, size_t whylen)
 }
 
 /*
+ * data_begin: where the plen bytes of DATA frame f from p go; under e->mtx. Its call, pinned
+ * (NULL: the bytes are dropped, counted and logged), *addr in its job, and *shared when the job's
+ * buffer there is shared with us (*m its map, else NULL). in->landing is the call until data_end.
+ */
+static eng_call *
+data_begin(engine *e, eng_in *in, eng_peer *p, const frame *f, uint64_t plen, uint64_t *addr,
+           eng_map **m, uint8_t **shared)
+{
+    eng_call *c = engine_data_target(e, p, f, plen, addr);
+
+    *m = NULL;
+    *shared = c != NULL ? shm_get(e, c->sess, *addr, plen, m) : NULL;
+    if (c == NULL && ++e->late_data > 0)
+        log_debug("dropping %llu bytes of DATA from %s for operation %llu of group \"%s\": its "
+                  "call is gone (%llu dropped so far)",
+                  (unsigned long long)plen, p->w->name, (unsigned long long)f->id.op, f->id.group,
+                  (unsigned long long)e->late_data);
+    in->landing = c;
+    return c;
+}
+
+/*
+ * data_end: the payload of data_begin's frame is in (rv 0: in the shared buffer, or in payload,
+ * which goes to the job now) or was lost with the link (rv -1). Called without e->mtx, returns
+ * holding it, the call unpinned and the bytes counted (engine_data_landed).
+ */
+static void
+data_end(engine *e, eng_in *in, eng_call *c, uint64_t addr, eng_map *m, const frame *f,
+         uint64_t plen, const uint8_t *payload, int rv)
+{
+    int wr = 0;
+
+    if (rv == 0 && c != NULL && m == NULL)
+        wr = xfer_write(c->sess, addr, payload, (size_t)plen);
+    pthread_mutex_lock(&e->mtx);
+    in->landing = NULL;
+    shm_put(e, m);
+    if (c != NULL)
+        engine_data_landed(e, c, f, plen, rv != 0 ? -1 : wr);
+}
+
+/*
  * receive_data takes a DATA frame's payload off the stream: straight into the
  * job's shared buffer when it has one, else through x->payload and
  * process_vm_writev. e->mtx held on entry and exit. 0, or -1 (link lost).
@@ -649,26 +694,14 @@ receive_data(engine *e, eng_in *in, eng_peer *p, eng_receiver *x, const frame *f
              char *why, size_t whylen)
 {
     uint64_t addr = 0;
-    eng_map *m = NULL;
-    eng_call *c = engine_data_target(e, p, f, plen, &addr);
-    uint8_t *shared = c != NULL ? shm_get(e, c->sess, addr, plen, &m) : NULL;
-    int rv, wr = 0;
+    eng_map *m;
+    uint8_t *shared;
+    eng_call *c = data_begin(e, in, p, f, plen, &addr, &m, &shared);
+    int rv;
 
-    if (c == NULL && ++e->late_data > 0)
-        log_debug("dropping %llu bytes of DATA from %s for operation %llu of group \"%s\": its "
-                  "call is gone (%llu dropped so far)",
-                  (unsigned long long)plen, p->w->name, (unsigned long long)f->id.op, f->id.group,
-                  (unsigned long long)e->late_data);
-    in->landing = c;
     pthread_mutex_unlock(&e->mtx);
     rv = read_payload(in->s, x, shared, plen, ENGINE_LINK_DEAD_MS, why, whylen);
-    if (rv == 0 && c != NULL && shared == NULL)
-        wr = xfer_write(c->sess, addr, x->payload, (size_t)plen);
-    pthread_mutex_lock(&e->mtx);
-    in->landing = NULL;
-    shm_put(e, m);
-    if (c != NULL)
-        engine_data_landed(e, c, f, plen, rv != 0 ? -1 : wr);
+    data_end(e, in, c, addr, m, f, plen, x->payload, rv);
     return rv;
 }
 
@@ -923,25 +956,11 @@ rx_head(engine *e, eng_in *in, char *why, size_t whylen)
         return 0;
     }
     if (f->type == FRAME_DATA) {
-        r->c = engine_data_target(e, r->p, f, r->plen, &r->addr);
-        shared = r->c != NULL ? shm_get(e, r->c->sess, r->addr, r->plen, &r->m) : NULL;
-        if (r->c == NULL && ++e->late_data > 0)
-            log_debug("dropping %llu bytes of DATA from %s for operation %llu of group \"%s\": "
-                      "its call is gone (%llu dropped so far)",
-                      (unsigned long long)r->plen, r->p->w->name, (unsigned long long)f->id.op,
-                      f->id.group, (unsigned long long)e->late_data);
-        in->landing = r->c;
+        r->c = data_begin(e, in, r->p, f, r->plen, &r->addr, &r->m, &shared);
         pthread_mutex_unlock(&e->mtx);
         r->stage = RX_BODY; /* from here, rx_end lets go of the call */
-        if (shared == NULL && r->plen > r->x.cap) {
-            uint8_t *b = realloc(r->x.payload, r->plen);
-            if (b == NULL) {
-                snprintf(why, whylen, "out of memory");
-                return -1;
-            }
-            r->x.payload = b;
-            r->x.cap = r->plen;
-        }
+        if (shared == NULL && grow(&r->x.payload, &r->x.cap, r->plen, why, whylen) != 0)
+            return -1;
         r->dst = shared != NULL ? shared : r->x.payload;
         return 0;
     }
@@ -962,14 +981,7 @@ rx_body(engine *e, eng_in *in, int rv)
     frame *f = &r->f;
 
     if (f->type == FRAME_DATA) {
-        int wr = 0;
-        if (rv == 0 && r->c != NULL && r->m == NULL)
-            wr = xfer_write(r->c->sess, r->addr, r->x.payload, (size_t)r->plen);
-        pthread_mutex_lock(&e->mtx);
-        in->landing = NULL;
-        shm_put(e, r->m);
-        if (r->c != NULL)
-            engine_data_landed(e, r->c, f, r->plen, rv != 0 ? -1 : wr);
+        data_end(e, in, r->c, r->addr, r->m, f, r->plen, r->x.payload, rv);
         r->c = NULL;
         r->m = NULL;
     } else {
@@ -1001,15 +1013,8 @@ rx_step(engine *e, eng_in *in, char *why, size_t whylen)
                 return rv;
             if (frame_prefix_decode(r->prefix, &r->hlen, &r->plen, why, whylen) != 0)
                 return -1;
-            if (r->hlen > r->x.hcap) { /* most headers are tiny; READY grows with the group */
-                uint8_t *b = realloc(r->x.hdr, r->hlen);
-                if (b == NULL) {
-                    snprintf(why, whylen, "out of memory");
-                    return -1;
-                }
-                r->x.hdr = b;
-                r->x.hcap = r->hlen;
-            }
+            if (grow(&r->x.hdr, &r->x.hcap, r->hlen, why, whylen) != 0)
+                return -1;
             r->stage = RX_HEADER;
             r->got = 0;
             break;
