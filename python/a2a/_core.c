@@ -27,6 +27,7 @@ typedef struct {
     PyObject_HEAD a2a_job *job;
     int closed;         /* close() was called: no more calls */
     Py_ssize_t buffers; /* live SharedBuffers */
+    Py_ssize_t calls;   /* calls in liba2a now, the GIL released (other threads may close) */
 } core_job;
 
 typedef struct {
@@ -70,6 +71,27 @@ core_usable(core_job *j)
         return 0;
     }
     return 1;
+}
+
+static void core_job_release(core_job *self);
+
+/* core_enter returns the job for a call about to release the GIL, and counts it: a close() from
+ * another thread meanwhile leaves the job open until the call has left (core_leave), instead
+ * of freeing it under the call. */
+static a2a_job *
+core_enter(core_job *self)
+{
+    self->calls++;
+    return self->job;
+}
+
+/* core_leave ends what core_enter began (the GIL held); the last call out of a job closed
+ * meanwhile closes it. */
+static void
+core_leave(core_job *self)
+{
+    if (--self->calls == 0 && self->closed)
+        core_job_release(self);
 }
 
 /* ---- int64 arrays ---------------------------------------------------------------------- */
@@ -265,7 +287,7 @@ core_job_init(core_job *self, PyObject *args, PyObject *kw)
 static void
 core_job_release(core_job *self)
 {
-    if (self->job != NULL && self->buffers == 0) {
+    if (self->job != NULL && self->buffers == 0 && self->calls == 0) {
         a2a_job *job = self->job;
         self->job = NULL;
         Py_BEGIN_ALLOW_THREADS;
@@ -394,11 +416,13 @@ core_job_a2av_run(core_job *self, PyObject *const *argv, Py_ssize_t argc, int dr
         goto data_out;
     }
     a.recv_counts_out = got;
+    a2a_job *job = core_enter(self);
     Py_BEGIN_ALLOW_THREADS;
-    st = a2a_all_to_all_v(self->job, &a);
+    st = a2a_all_to_all_v(job, &a);
     if (st != A2A_OK)
-        snprintf(msg, sizeof(msg), "%s", a2a_job_error(self->job));
+        snprintf(msg, sizeof(msg), "%s", a2a_job_error(job));
     Py_END_ALLOW_THREADS;
+    core_leave(self);
     if (st != A2A_OK) {
         core_fail(self, st, msg);
     } else if (discover) {
@@ -439,15 +463,17 @@ core_job_dry_run(core_job *self, PyObject *const *argv, Py_ssize_t argc)
 }
 
 /* The group calls: one shape for all, the GIL released around liba2a. */
-#define CORE_CALL(call)                                                 \
-    do {                                                                \
-        Py_BEGIN_ALLOW_THREADS;                                         \
-        st = (call);                                                    \
-        if (st != A2A_OK)                                               \
-            snprintf(msg, sizeof(msg), "%s", a2a_job_error(self->job)); \
-        Py_END_ALLOW_THREADS;                                           \
-        if (st != A2A_OK)                                               \
-            return core_fail(self, st, msg);                            \
+#define CORE_CALL(call)                                           \
+    do {                                                          \
+        a2a_job *job = core_enter(self);                          \
+        Py_BEGIN_ALLOW_THREADS;                                   \
+        st = (call);                                              \
+        if (st != A2A_OK)                                         \
+            snprintf(msg, sizeof(msg), "%s", a2a_job_error(job)); \
+        Py_END_ALLOW_THREADS;                                     \
+        core_leave(self);                                         \
+        if (st != A2A_OK)                                         \
+            return core_fail(self, st, msg);                      \
     } while (0)
 
 static PyObject *
@@ -463,11 +489,13 @@ core_job_create_group(core_job *self, PyObject *args)
         return NULL;
     if (core_i64_get(&r, ranks, "rank_ids") != 0)
         return NULL;
+    a2a_job *job = core_enter(self);
     Py_BEGIN_ALLOW_THREADS;
-    st = a2a_create_group(self->job, group, (size_t)r.n, r.v);
+    st = a2a_create_group(job, group, (size_t)r.n, r.v);
     if (st != A2A_OK)
-        snprintf(msg, sizeof(msg), "%s", a2a_job_error(self->job));
+        snprintf(msg, sizeof(msg), "%s", a2a_job_error(job));
     Py_END_ALLOW_THREADS;
+    core_leave(self);
     core_i64_fini(&r);
     if (st != A2A_OK)
         return core_fail(self, st, msg);
@@ -482,7 +510,7 @@ core_job_destroy_group(core_job *self, PyObject *args)
     char msg[1024];
     if (!PyArg_ParseTuple(args, "s:destroy_group", &group) || !core_usable(self))
         return NULL;
-    CORE_CALL(a2a_destroy_group(self->job, group));
+    CORE_CALL(a2a_destroy_group(job, group));
     Py_RETURN_NONE;
 }
 
@@ -495,7 +523,7 @@ core_job_rank_size(core_job *self, PyObject *args)
     char msg[1024];
     if (!PyArg_ParseTuple(args, "z:get_rank_size", &group) || !core_usable(self))
         return NULL;
-    CORE_CALL(a2a_get_rank_size(self->job, group, &v));
+    CORE_CALL(a2a_get_rank_size(job, group, &v));
     return PyLong_FromLongLong(v);
 }
 
@@ -508,7 +536,7 @@ core_job_rank_id(core_job *self, PyObject *args)
     char msg[1024];
     if (!PyArg_ParseTuple(args, "z:get_rank_id", &group) || !core_usable(self))
         return NULL;
-    CORE_CALL(a2a_get_rank_id(self->job, group, &v));
+    CORE_CALL(a2a_get_rank_id(job, group, &v));
     return PyLong_FromLongLong(v);
 }
 
@@ -523,7 +551,7 @@ core_job_world_rank(core_job *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "zL:get_world_rank_from_group_rank", &group, &r) ||
         !core_usable(self))
         return NULL;
-    CORE_CALL(a2a_get_world_rank_from_group_rank(self->job, group, r, &v));
+    CORE_CALL(a2a_get_world_rank_from_group_rank(job, group, r, &v));
     return PyLong_FromLongLong(v);
 }
 
@@ -538,7 +566,7 @@ core_job_group_rank(core_job *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "zL:get_group_rank_from_world_rank", &group, &r) ||
         !core_usable(self))
         return NULL;
-    CORE_CALL(a2a_get_group_rank_from_world_rank(self->job, group, r, &v));
+    CORE_CALL(a2a_get_group_rank_from_world_rank(job, group, r, &v));
     return PyLong_FromLongLong(v);
 }
 
@@ -554,7 +582,7 @@ core_job_buffer(core_job *self, PyObject *args)
         return NULL;
     if (n <= 0)
         return core_invalid("a shared buffer needs at least one byte (got %zd)", n);
-    CORE_CALL(a2a_buffer_alloc(self->job, (size_t)n, &p));
+    CORE_CALL(a2a_buffer_alloc(job, (size_t)n, &p));
     core_buf *b = PyObject_New(core_buf, &core_buf_type);
     if (b == NULL) {
         a2a_buffer_free(self->job, p);

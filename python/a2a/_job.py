@@ -132,10 +132,13 @@ class Work:
     it has ended, without blocking.
     """
 
-    __slots__ = ("_fn", "_done", "_result", "_exc")
+    __slots__ = ("_fn", "_keep", "_done", "_result", "_exc")
 
-    def __init__(self, fn: Callable[[], Any]) -> None:
+    def __init__(self, fn: Callable[[], Any], keep: Tuple[Any, ...] = ()) -> None:
         self._fn: Optional[Callable[[], Any]] = fn
+        # every object whose memory the operation reads or writes (a torch tensor goes down as
+        # its address only): held until the operation ended, whatever the caller drops
+        self._keep: Tuple[Any, ...] = keep
         self._done = threading.Event()
         self._result: Any = None
         self._exc: Optional[BaseException] = None
@@ -147,7 +150,8 @@ class Work:
         except BaseException as e:  # handed to wait()
             self._exc = e
         finally:
-            self._fn = None  # lets go of the buffers
+            self._fn = None  # lets go of the buffers: the operation has ended
+            self._keep = ()
             self._done.set()
 
     def is_completed(self) -> bool:
@@ -192,8 +196,8 @@ class _Lane:
     def busy(self) -> bool:
         return self._pending > 0
 
-    def submit(self, fn: Callable[[], Any]) -> Work:
-        w = Work(fn)
+    def submit(self, fn: Callable[[], Any], keep: Tuple[Any, ...] = ()) -> Work:
+        w = Work(fn, keep)
         with self._cv:
             if self._stop:
                 raise UnavailableError("the job is closed")
@@ -548,10 +552,16 @@ class Job:
                            recv_displacements: Optional[Counts] = None,
                            group: str = WORLD_GROUP, *, dtype: Optional[DType] = None,
                            out: Any = None, timeout_ms: int = 0) -> Work:
-        """:func:`a2a.all_to_all_v` that returns at once with a :class:`Work` handle."""
+        """:func:`a2a.all_to_all_v` that returns at once with a :class:`Work` handle.
+
+        The operation holds send_data and out until it ended (the handle's result is out, or
+        the array it made), and takes the counts and displacements as they are now."""
+        send_counts, send_displacements, recv_counts, recv_displacements = (
+            _snapshot(x) for x in (send_counts, send_displacements, recv_counts,
+                                   recv_displacements))
         run = self._a2av(send_data, send_counts, send_displacements, recv_counts,
                          recv_displacements, group, dtype, out, timeout_ms, dry=True)
-        return self._lane(_group_name(group)).submit(run)
+        return self._lane(_group_name(group)).submit(run, (send_data, out))
 
     def all_to_all_single(self, output: Any, input: Any,
                           output_split_sizes: Optional[Sequence[int]] = None,
@@ -607,12 +617,24 @@ class Job:
             return output
 
         if async_op:
-            return self._lane(g).submit(run)
+            return self._lane(g).submit(run, (input, output))
         self._sync(g, run)
         return None
 
 
 _NP_CODE = {d: i for i, d in enumerate(_dtypes.NUMPY[:-1])}
+
+
+def _snapshot(x: Any) -> Any:
+    """Counts as they are now, for an operation that runs later: a copy of an array or tensor
+    the caller may change meanwhile (sequences are converted when the call is checked)."""
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if _dtypes.is_torch(x):
+        return x.clone()
+    if isinstance(x, list):
+        return list(x)
+    return x
 
 
 def _offsets(counts: List[int]) -> List[int]:
