@@ -1544,7 +1544,7 @@ ops_top(const op_group *g)
 static void
 numbers_differ(op_out *o, op_group *g, int peer, uint64_t source, const frame *f)
 {
-    char msg[600];
+    char msg[GROUP_MSG_MAX];
     uint64_t top = group_seq_top(&g->seq, ops_top(g));
     uint64_t r = (f->id.op > top ? f->id.op : top) + 1;
 
@@ -1557,12 +1557,31 @@ numbers_differ(op_out *o, op_group *g, int peer, uint64_t source, const frame *f
                         g->seq.floor);
         return;
     }
+    /* where this worker's ranks are, and why the frame's number is none of theirs */
+    uint64_t lo = UINT64_MAX; /* the slowest local rank's operation: the one it is in, or next */
+    for (size_t i = 0; i < g->seq.nlocal; i++) {
+        uint64_t n = g->seq.busy[i] ? g->seq.next[i] - 1 : g->seq.next[i];
+        if (g->seq.known[i] && n < lo)
+            lo = n;
+    }
+    char where[200];
+    if (lo == UINT64_MAX)
+        snprintf(where, sizeof(where), "knows no rank's number and holds %zu operations", g->nops);
+    else if (f->id.op < lo)
+        snprintf(where, sizeof(where),
+                 "has every rank past it (the slowest at operation %llu), and it did not fail "
+                 "there",
+                 (unsigned long long)lo);
+    else
+        snprintf(where, sizeof(where),
+                 "has its slowest rank at operation %llu, %d or more behind it",
+                 (unsigned long long)lo, GROUP_WINDOW);
     snprintf(msg, sizeof(msg),
-             "worker %s is at operation %llu of group \"%s\" and worker %s at %llu: their "
-             "operation numbers differ (a worker and its jobs restarted); this call fails and "
-             "the next ones resynchronise at %llu",
-             peer_name(g, peer), (unsigned long long)f->id.op, g->name, g->env->self,
-             (unsigned long long)top, (unsigned long long)r);
+             "worker %s is at operation %llu of group \"%s\", which no rank of worker %s can "
+             "be in: worker %s %s (their operation numbers differ: a worker and its jobs "
+             "restarted); this call fails and the next ones resynchronise at %llu",
+             peer_name(g, peer), (unsigned long long)f->id.op, g->name, g->env->self, g->env->self,
+             where, (unsigned long long)r);
     log_info("%s", msg);
     (void)group_seq_resync(&g->seq, r, ops_top(g));
     if (f->type == FRAME_READY || f->type == FRAME_SLICE)

@@ -399,6 +399,38 @@ test_older_epoch(void)
     one_fini(&t);
 }
 
+/* a READY of a number no local rank can be in fails our call with a message that says where
+ * each side is: the peer's number and our slowest rank's, never the same number twice */
+static void
+test_numbers_differ(void)
+{
+    one t;
+    one_init(&t, 1, 1, 1, 1);
+    op_op *op = one_arrive(&t, 5); /* our rank in 5: 5 + GROUP_WINDOW is ahead of the window */
+    op_out_reset(&t.o);
+    int64_t srcs[] = {0}, counts[] = {1};
+    frame r = one_ready(7, srcs, counts);
+    r.id.op = 5 + GROUP_WINDOW + 2;
+    op_frame(&t.o, t.g, 1, 11, &r);
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_UNAVAILABLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(op->msg, "worker w1 is at operation 11 of group \"g\", which no "
+                                           "rank of worker w0 can be in: worker w0 has its slowest "
+                                           "rank at operation 5, 4 or more behind it"));
+    one_fini(&t);
+
+    one_init(&t, 1, 1, 1, 1);
+    op = one_arrive(&t, 9);
+    op_out_reset(&t.o);
+    r = one_slice(1, 0, 1); /* a READY of it would be a discoverer's go, done here */
+    r.id.op = 3;            /* our rank is past 3, which never failed here */
+    op_frame(&t.o, t.g, 1, 11, &r);
+    CU_ASSERT_EQUAL(op->status, A2A_ERR_UNAVAILABLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(op->msg, "worker w1 is at operation 3 of group \"g\", which no "
+                                           "rank of worker w0 can be in: worker w0 has every rank "
+                                           "past it (the slowest at operation 9)"));
+    one_fini(&t);
+}
+
 /* a latecomer of a failed operation is answered from the history, with its message */
 static void
 test_latecomer(void)
@@ -1946,6 +1978,7 @@ static const cu_test tests[] = {
     {"abort", test_abort},
     {"older_epoch", test_older_epoch},
     {"latecomer", test_latecomer},
+    {"numbers differ", test_numbers_differ},
     {"all_arrived", test_all_arrived},
     {"ask_busy_below", test_ask_busy_below},
     {"ask_again", test_ask_again},
