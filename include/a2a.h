@@ -54,6 +54,9 @@ typedef struct a2a_job a2a_job; /* one rank's handle on its host's worker */
 
 /* worker_url NULL: $A2A_WORKER_URL; world_rank < 0: $A2A_RANK */
 a2a_status a2a_job_open(a2a_job **job, const char *worker_url, int64_t world_rank);
+/* a2a_job_close fails and waits for the job's requests (a2a_all_to_all_v_start) and frees the
+ * job: no other thread may be inside a blocking call on it (or call it later). The Python
+ * package counts its calls and closes only once the last has returned. */
 void a2a_job_close(a2a_job *job);
 const char *a2a_job_error(const a2a_job *job);
 
